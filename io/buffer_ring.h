@@ -1,0 +1,94 @@
+// BufferRing: a provided-buffer ring registered with a reactor's io_uring, from which multishot
+// receives pick buffers. ProvidedBuffer: a lease on one buffer, returned to the ring when dropped.
+#ifndef HOTRING_IO_BUFFER_RING_H_
+#define HOTRING_IO_BUFFER_RING_H_
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "io/reactor.h"
+
+namespace hotring::io {
+
+// Owns the ring's shared memory and the buffers behind it. Shared (std::shared_ptr) between
+// its user and the multishot operations using it, so the memory outlives every operation the
+// kernel may still write through. Must be released before its Reactor.
+class BufferRing {
+ public:
+  // `count` must be a power of two (at most 32768); each buffer holds `size` bytes.
+  static absl::StatusOr<std::shared_ptr<BufferRing>> Create(Reactor& reactor, uint16_t group_id,
+                                                            uint16_t count, uint32_t size);
+  BufferRing(const BufferRing&) = delete;
+  BufferRing& operator=(const BufferRing&) = delete;
+  ~BufferRing();
+
+  [[nodiscard]] uint16_t group_id() const { return group_id_; }
+  [[nodiscard]] uint32_t buffer_size() const { return size_; }
+  [[nodiscard]] uint16_t count() const { return count_; }
+  [[nodiscard]] absl::Span<char> Data(uint16_t buffer_id);
+  // Gives buffer `buffer_id` back to the kernel.
+  void Recycle(uint16_t buffer_id);
+  // Buffers currently lent to the kernel (not held by a consumer).
+  [[nodiscard]] uint32_t available() const { return available_; }
+  // A CQE handed buffer `buffer_id` to a consumer.
+  void MarkTaken() { --available_; }
+
+ private:
+  BufferRing(Reactor& reactor, uint16_t group_id, uint16_t count, uint32_t size);
+  Reactor& reactor_;
+  uint16_t group_id_;
+  uint16_t count_;
+  uint32_t size_;
+  io_uring_buf_ring* ring_ = nullptr;
+  size_t ring_bytes_ = 0;
+  std::vector<char> storage_;
+  uint32_t available_ = 0;
+  bool registered_ = false;
+};
+
+// A lease on one buffer of a BufferRing, holding `length` valid bytes starting at `offset`.
+class ProvidedBuffer {
+ public:
+  ProvidedBuffer() = default;
+  ProvidedBuffer(std::shared_ptr<BufferRing> ring, uint16_t buffer_id, size_t length)
+      : ring_(std::move(ring)), buffer_id_(buffer_id), length_(length) {}
+  ProvidedBuffer(const ProvidedBuffer&) = delete;
+  ProvidedBuffer& operator=(const ProvidedBuffer&) = delete;
+  ProvidedBuffer(ProvidedBuffer&& other) noexcept
+      : ring_(std::move(other.ring_)), buffer_id_(other.buffer_id_), length_(other.length_) {}
+  ProvidedBuffer& operator=(ProvidedBuffer&& other) noexcept {
+    if (this != &other) {
+      Release();
+      ring_ = std::move(other.ring_);
+      buffer_id_ = other.buffer_id_;
+      length_ = other.length_;
+    }
+    return *this;
+  }
+  ~ProvidedBuffer() { Release(); }
+
+  [[nodiscard]] absl::Span<char> bytes() const {
+    return ring_ ? ring_->Data(buffer_id_).subspan(0, length_) : absl::Span<char>();
+  }
+  void Release() {
+    if (ring_) {
+      ring_->Recycle(buffer_id_);
+      ring_.reset();
+    }
+  }
+
+ private:
+  std::shared_ptr<BufferRing> ring_;
+  uint16_t buffer_id_ = 0;
+  size_t length_ = 0;
+};
+
+}  // namespace hotring::io
+
+#endif  // HOTRING_IO_BUFFER_RING_H_

@@ -1,0 +1,120 @@
+#include "io/multishot.h"
+
+#include <cstring>
+
+#include "core/status.h"
+
+namespace hotring::io {
+namespace {
+
+constexpr size_t kControlSpace = CMSG_SPACE(sizeof(ucred));
+
+// Suspends until the operation has a completion; unregisters itself if destroyed first.
+class CompletionAwaiter {
+ public:
+  CompletionAwaiter(Reactor& reactor, OpId id) : reactor_(reactor), id_(id) {}
+  CompletionAwaiter(const CompletionAwaiter&) = delete;
+  CompletionAwaiter& operator=(const CompletionAwaiter&) = delete;
+  ~CompletionAwaiter() {
+    if (waiting_) reactor_.SetWaiter(id_, nullptr);
+  }
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) {
+    waiting_ = true;
+    reactor_.SetWaiter(id_, h);
+  }
+  void await_resume() noexcept { waiting_ = false; }
+
+ private:
+  Reactor& reactor_;
+  OpId id_;
+  bool waiting_ = false;
+};
+
+}  // namespace
+
+MultishotRecvMsgOp::MultishotRecvMsgOp(int fd, std::shared_ptr<BufferRing> ring)
+    : fd_(fd), ring_(std::move(ring)) {}
+
+void MultishotRecvMsgOp::Prepare(io_uring_sqe* sqe) {
+  msg_ = msghdr{};
+  msg_.msg_namelen = sizeof(sockaddr_storage);
+  msg_.msg_controllen = kControlSpace;
+  io_uring_prep_recvmsg_multishot(sqe, fd_, &msg_, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = ring_->group_id();
+}
+
+void MultishotRecvMsgOp::Discard(const Completion& completion) {
+  if ((completion.flags & IORING_CQE_F_BUFFER) != 0) {
+    ring_->MarkTaken();
+    ring_->Recycle(static_cast<uint16_t>(completion.flags >> IORING_CQE_BUFFER_SHIFT));
+  }
+}
+
+MultishotReceiver::~MultishotReceiver() {
+  if (id_.valid()) reactor_.Abandon(id_);
+}
+
+void MultishotReceiver::Arm() {
+  id_ = reactor_.Submit(std::make_unique<MultishotRecvMsgOp>(fd_, ring_), nullptr);
+  ++arms_;
+}
+
+Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
+  for (;;) {
+    if (!id_.valid()) {
+      if (ring_->available() == 0) {
+        co_return absl::ResourceExhaustedError(
+            "multishot receive: every ring buffer is held by the consumer");
+      }
+      Arm();
+    }
+    Operation* op = reactor_.Lookup(id_);
+    if (!op->has_completion()) {
+      co_await CompletionAwaiter(reactor_, id_);
+      op = reactor_.Lookup(id_);
+    }
+    const Completion c = op->TakeCompletion();
+    auto* const recv = static_cast<MultishotRecvMsgOp*>(op);
+    const msghdr header = recv->header();
+    if (op->finished() && !op->has_completion()) {
+      (void)reactor_.Reclaim(std::exchange(id_, {}));  // re-armed on the next call
+    }
+    if (c.result == -ENOBUFS) {
+      ++ring_exhausted_;
+      continue;
+    }
+    if (c.result < 0) co_return ErrnoStatus("recvmsg(multishot)", -c.result);
+    if ((c.flags & IORING_CQE_F_BUFFER) == 0) {
+      co_return absl::InternalError("multishot recvmsg completion without a buffer");
+    }
+    const auto buffer_id = static_cast<uint16_t>(c.flags >> IORING_CQE_BUFFER_SHIFT);
+    ring_->MarkTaken();
+    Datagram datagram;
+    datagram.buffer = ProvidedBuffer(ring_, buffer_id, static_cast<size_t>(c.result));
+    msghdr msg = header;
+    char* const base = ring_->Data(buffer_id).data();
+    io_uring_recvmsg_out* const out =
+        io_uring_recvmsg_validate(base, c.result, &msg);
+    if (out == nullptr) co_return absl::InternalError("multishot recvmsg: malformed buffer");
+    const socklen_t name_len = std::min<socklen_t>(out->namelen, msg.msg_namelen);
+    std::memcpy(&datagram.peer.storage, io_uring_recvmsg_name(out), name_len);
+    datagram.peer.length = name_len;
+    datagram.truncated = (out->flags & MSG_TRUNC) != 0;
+    for (cmsghdr* cmsg = io_uring_recvmsg_cmsg_firsthdr(out, &msg); cmsg != nullptr;
+         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &msg, cmsg)) {
+      if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS &&
+          cmsg->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
+        ucred cred;
+        std::memcpy(&cred, CMSG_DATA(cmsg), sizeof(cred));
+        datagram.credentials = cred;
+      }
+    }
+    datagram.payload = absl::string_view(static_cast<const char*>(io_uring_recvmsg_payload(out, &msg)),
+                                         io_uring_recvmsg_payload_length(out, c.result, &msg));
+    co_return datagram;
+  }
+}
+
+}  // namespace hotring::io

@@ -1,0 +1,404 @@
+#include "io/reactor.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/log.h"
+#include "core/status.h"
+
+namespace hotring::io {
+namespace {
+
+// IORING_OP_WAITID is newer than Debian 12's liburing headers.
+constexpr int kOpWaitId = 50;
+
+struct RequiredOp {
+  int opcode;
+  const char* name;
+};
+
+constexpr RequiredOp kRequiredOps[] = {
+    {IORING_OP_NOP, "NOP"},
+    {IORING_OP_READ, "READ"},
+    {IORING_OP_WRITE, "WRITE"},
+    {IORING_OP_SENDMSG, "SENDMSG"},
+    {IORING_OP_RECVMSG, "RECVMSG"},
+    {IORING_OP_SEND, "SEND"},
+    {IORING_OP_RECV, "RECV"},
+    {IORING_OP_TIMEOUT, "TIMEOUT"},
+    {IORING_OP_LINK_TIMEOUT, "LINK_TIMEOUT"},
+    {IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
+    {IORING_OP_POLL_ADD, "POLL_ADD"},
+};
+
+absl::Status SetupError(int err) {
+  switch (err) {
+    case ENOSYS:
+      return absl::UnimplementedError(
+          "io_uring is not available: this kernel was built without CONFIG_IO_URING "
+          "(hotring needs Linux 6.1 or newer with io_uring)");
+    case EPERM:
+      return absl::PermissionDeniedError(
+          "io_uring is disabled on this system (sysctl kernel.io_uring_disabled is 1 or 2, or a "
+          "seccomp filter forbids it); hotring needs io_uring");
+    case ENOMEM:
+      return absl::ResourceExhaustedError(
+          "io_uring_setup: out of memory (or RLIMIT_MEMLOCK too low for the ring)");
+    default:
+      return ErrnoStatus("io_uring_queue_init_params", err);
+  }
+}
+
+}  // namespace
+
+void Operation::set_link_timeout(absl::Duration timeout) {
+  if (timeout < absl::ZeroDuration()) timeout = absl::ZeroDuration();
+  const int64_t ns = absl::ToInt64Nanoseconds(timeout);
+  link_timeout_.tv_sec = ns / 1000000000;
+  link_timeout_.tv_nsec = ns % 1000000000;
+  has_link_timeout_ = true;
+}
+
+Completion Operation::TakeCompletion() {
+  const Completion c = completions_[next_completion_++];
+  if (next_completion_ == completions_.size()) {
+    completions_.clear();
+    next_completion_ = 0;
+  }
+  return c;
+}
+
+std::string Features::Describe() const {
+  std::vector<std::string> parts;
+  parts.push_back(absl::StrCat("single_issuer=", single_issuer));
+  parts.push_back(absl::StrCat("defer_taskrun=", defer_taskrun));
+  parts.push_back(absl::StrCat("coop_taskrun=", coop_taskrun));
+  parts.push_back(absl::StrCat("waitid=", waitid));
+  parts.push_back(absl::StrCat("recv_multishot=", recv_multishot));
+  parts.push_back(absl::StrCat("buf_ring=", buf_ring));
+  return absl::StrJoin(parts, " ");
+}
+
+absl::StatusOr<std::unique_ptr<Reactor>> Reactor::Create(const Options& options) {
+  std::unique_ptr<Reactor> reactor(new Reactor(Features{}));
+  const absl::Status status = reactor->Init(options);
+  if (!status.ok()) return status;
+  return reactor;
+}
+
+absl::Status Reactor::Init(const Options& options) {
+  // Newest flags first; older kernels refuse unknown flags with EINVAL.
+  std::vector<unsigned> attempts;
+  const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+  if (options.prefer_defer_taskrun) {
+    attempts.push_back(base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+  }
+  attempts.push_back(base | IORING_SETUP_COOP_TASKRUN);
+  attempts.push_back(IORING_SETUP_CQSIZE);
+  attempts.push_back(0);
+  int ret = -EINVAL;
+  unsigned used = 0;
+  for (const unsigned flags : attempts) {
+    io_uring_params params{};
+    params.flags = flags;
+    params.cq_entries = options.cq_entries;
+    ret = io_uring_queue_init_params(options.sq_entries, &ring_, &params);
+    if (ret == 0) {
+      used = flags;
+      if ((params.features & IORING_FEAT_NODROP) == 0) {
+        io_uring_queue_exit(&ring_);
+        return absl::FailedPreconditionError(
+            "io_uring lacks IORING_FEAT_NODROP (kernel 5.5): completions could be lost");
+      }
+      break;
+    }
+    if (ret != -EINVAL) break;
+  }
+  if (ret < 0) return SetupError(-ret);
+  ring_ready_ = true;
+  features_.single_issuer = (used & IORING_SETUP_SINGLE_ISSUER) != 0;
+  features_.defer_taskrun = (used & IORING_SETUP_DEFER_TASKRUN) != 0;
+  features_.coop_taskrun = (used & IORING_SETUP_COOP_TASKRUN) != 0;
+
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+  if (probe == nullptr) {
+    return absl::FailedPreconditionError(
+        "io_uring probe failed (IORING_REGISTER_PROBE, kernel 5.6): kernel too old for hotring");
+  }
+  std::vector<std::string> missing;
+  for (const RequiredOp& op : kRequiredOps) {
+    if (!io_uring_opcode_supported(probe, op.opcode)) missing.push_back(op.name);
+  }
+  features_.waitid = probe->last_op >= kOpWaitId && io_uring_opcode_supported(probe, kOpWaitId);
+  // Multishot receive (6.0) and buffer rings (5.19) have no opcode of their own; SENDMSG_ZC
+  // (6.1) is the closest probe-visible marker that both are present.
+  features_.recv_multishot = io_uring_opcode_supported(probe, IORING_OP_SENDMSG_ZC);
+  features_.buf_ring = features_.recv_multishot;
+  io_uring_free_probe(probe);
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("io_uring lacks opcodes hotring needs: ", absl::StrJoin(missing, ", "),
+                     " (kernel too old)"));
+  }
+  slots_.resize(1);  // index 0 reserved
+  return absl::OkStatus();
+}
+
+Reactor::~Reactor() {
+  if (!ring_ready_) return;
+  for (uint32_t i = 1; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (slot.op == nullptr) continue;
+    if (slot.op->finished_) {
+      FreeSlot(i);
+    } else if (!slot.op->abandoned_) {
+      Abandon(OpId{i, slot.generation});
+    }
+  }
+  // Wait for the kernel to release every operation's storage; bounded so a wedged kernel
+  // request cannot hang shutdown forever.
+  for (int round = 0; in_flight_ > 0 && round < 1000; ++round) {
+    __kernel_timespec ts{.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
+    io_uring_cqe* cqe = nullptr;
+    (void)io_uring_submit(&ring_);
+    (void)io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    Reap();
+  }
+  if (in_flight_ > 0) {
+    LogError("reactor: %d operations still in flight at shutdown; leaking their storage",
+             in_flight_);
+    for (Slot& slot : slots_) (void)slot.op.release();
+  }
+  io_uring_queue_exit(&ring_);
+}
+
+io_uring_sqe* Reactor::GetSqe() {
+  for (;;) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe != nullptr) {
+      ++unsubmitted_;
+      return sqe;
+    }
+    // SQ full: hand the batch to the kernel and try again.
+    const absl::Status status = SubmitPending(0);
+    if (!status.ok()) LogError("reactor: submit failed: %s", status.ToString());
+  }
+}
+
+absl::Status Reactor::SubmitPending(unsigned wait_for) {
+  for (int attempt = 0;; ++attempt) {
+    const int ret = wait_for > 0 ? io_uring_submit_and_wait(&ring_, wait_for)
+                                 : io_uring_submit(&ring_);
+    if (ret >= 0) {
+      unsubmitted_ = 0;
+      return absl::OkStatus();
+    }
+    if (ret == -EINTR) {
+      if (wait_for > 0) return absl::OkStatus();  // a signal: let the loop look around
+      continue;
+    }
+    if (ret == -EBUSY || ret == -EAGAIN) {
+      // The CQ is full or overflowed: drain completions (queued for resumption, not lost)
+      // so the kernel can post again, then retry.
+      Reap();
+      (void)io_uring_get_events(&ring_);
+      Reap();
+      if (attempt < 1000) continue;
+    }
+    return ErrnoStatus("io_uring_submit", -ret);
+  }
+}
+
+OpId Reactor::Submit(std::unique_ptr<Operation> op, std::coroutine_handle<> waiter) {
+  uint32_t index;
+  if (!free_slots_.empty()) {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& slot = slots_[index];
+  const OpId id{index, slot.generation};
+  op->waiter_ = waiter;
+  Operation* const raw = op.get();
+  slot.op = std::move(op);
+  ++in_flight_;
+
+  io_uring_sqe* sqe = GetSqe();
+  raw->Prepare(sqe);
+  io_uring_sqe_set_data64(sqe, id.user_data());
+  if (raw->has_link_timeout_) {
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* timeout_sqe = GetSqe();
+    io_uring_prep_link_timeout(timeout_sqe, &raw->link_timeout_, 0);
+    io_uring_sqe_set_data64(timeout_sqe, 0);
+  }
+  return id;
+}
+
+Operation* Reactor::Lookup(OpId id) {
+  if (id.index == 0 || id.index >= slots_.size()) return nullptr;
+  Slot& slot = slots_[id.index];
+  if (slot.generation != id.generation) return nullptr;
+  return slot.op.get();
+}
+
+void Reactor::SetWaiter(OpId id, std::coroutine_handle<> waiter) {
+  Operation* const op = Lookup(id);
+  if (op == nullptr) return;
+  op->waiter_ = waiter;
+  if (waiter && op->has_completion() && !op->queued_) {
+    op->queued_ = true;
+    ready_.push_back(id);
+  }
+}
+
+std::unique_ptr<Operation> Reactor::Reclaim(OpId id) {
+  Operation* const op = Lookup(id);
+  if (op == nullptr) return nullptr;
+  std::unique_ptr<Operation> owned = std::move(slots_[id.index].op);
+  owned->waiter_ = nullptr;
+  FreeSlot(id.index);
+  return owned;
+}
+
+void Reactor::FreeSlot(uint32_t index) {
+  Slot& slot = slots_[index];
+  slot.op.reset();
+  // Generations skip 0 and the all-ones value so no user_data is ever 0 or ~0.
+  if (++slot.generation == 0xffffffffu) slot.generation = 1;
+  free_slots_.push_back(index);
+}
+
+void Reactor::Abandon(OpId id) {
+  Operation* const op = Lookup(id);
+  if (op == nullptr) return;
+  op->waiter_ = nullptr;
+  while (op->has_completion()) op->Discard(op->TakeCompletion());
+  if (op->finished_) {
+    FreeSlot(id.index);
+    return;
+  }
+  if (op->abandoned_) return;
+  op->abandoned_ = true;
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_cancel64(sqe, id.user_data(), 0);
+  io_uring_sqe_set_data64(sqe, 0);
+  // Submit now: the caller may close the operation's fd next, and an SQE still sitting in the
+  // SQ would then name whatever file reuses that number.
+  const absl::Status status = SubmitPending(0);
+  if (!status.ok()) LogError("reactor: cancel submit failed: %s", status.ToString());
+}
+
+void Reactor::Cancel(OpId id) {
+  Operation* const op = Lookup(id);
+  if (op == nullptr || op->finished_) return;
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_cancel64(sqe, id.user_data(), 0);
+  io_uring_sqe_set_data64(sqe, 0);
+}
+
+void Reactor::Reap() {
+  for (;;) {
+    unsigned head;
+    unsigned count = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      Dispatch(cqe->user_data, cqe->res, cqe->flags);
+      ++count;
+    }
+    if (count == 0) return;
+    // Advance before anything resumes: the CQ has room again as early as possible.
+    io_uring_cq_advance(&ring_, count);
+    completions_seen_ += count;
+  }
+}
+
+void Reactor::Dispatch(uint64_t user_data, int32_t result, uint32_t flags) {
+  if (user_data == 0) return;  // cancel and link-timeout CQEs
+  const OpId id{static_cast<uint32_t>(user_data & 0xffffffffu),
+                static_cast<uint32_t>(user_data >> 32)};
+  Operation* const op = Lookup(id);
+  if (op == nullptr) {
+    LogDebug("reactor: CQE for stale user_data %#x (res %d)", user_data, result);
+    return;
+  }
+  const bool final_cqe = (flags & IORING_CQE_F_MORE) == 0;
+  if (final_cqe) {
+    op->finished_ = true;
+    --in_flight_;
+  }
+  if (op->abandoned_) {
+    op->Discard(Completion{result, flags});
+    if (final_cqe) FreeSlot(id.index);
+    return;
+  }
+  op->completions_.push_back(Completion{result, flags});
+  if (op->waiter_ && !op->queued_) {
+    op->queued_ = true;
+    ready_.push_back(id);
+  }
+}
+
+size_t Reactor::ResumeReady() {
+  size_t resumed = 0;
+  while (!ready_.empty()) {
+    resuming_.swap(ready_);
+    for (const OpId id : resuming_) {
+      Operation* const op = Lookup(id);
+      // The frame may have been destroyed by an earlier resumption in this batch.
+      if (op == nullptr) continue;
+      op->queued_ = false;
+      const std::coroutine_handle<> waiter = std::exchange(op->waiter_, nullptr);
+      if (!waiter) continue;
+      waiter.resume();
+      ++resumed;
+    }
+    resuming_.clear();
+  }
+  return resumed;
+}
+
+absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
+  const unsigned wait_for = (block && ready_.empty() && in_flight_ > 0) ? 1 : 0;
+  if (unsubmitted_ > 0 || wait_for > 0 || features_.defer_taskrun) {
+    // With DEFER_TASKRUN completions are only posted when we enter the kernel to get events.
+    if (wait_for == 0 && features_.defer_taskrun) {
+      const absl::Status status = SubmitPending(0);
+      if (!status.ok()) return status;
+      (void)io_uring_get_events(&ring_);
+    } else {
+      const absl::Status status = SubmitPending(wait_for);
+      if (!status.ok()) return status;
+    }
+  }
+  Reap();
+  return ResumeReady();
+}
+
+absl::Status Reactor::DriveUntilDone(std::coroutine_handle<> handle) {
+  if (!handle) return absl::InvalidArgumentError("BlockOn: empty task");
+  handle.resume();
+  while (!handle.done()) {
+    if (ready_.empty() && in_flight_ == 0 && unsubmitted_ == 0) {
+      return absl::FailedPreconditionError(
+          "BlockOn: the task is suspended but no operation is in flight to wake it");
+    }
+    const absl::StatusOr<size_t> resumed = RunOnce(/*block=*/true);
+    if (!resumed.ok()) return resumed.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reactor::BlockOn(Task<void> task) { return DriveUntilDone(task.handle()); }
+
+absl::Status Reactor::BlockOn(Task<absl::Status> task) {
+  const absl::Status status = DriveUntilDone(task.handle());
+  if (!status.ok()) return status;
+  return task.TakeResult();
+}
+
+}  // namespace hotring::io

@@ -1,0 +1,231 @@
+// Reactor: owns one io_uring and every operation in flight on it. Coroutines submit operations
+// and are resumed when their completions arrive; the reactor, not the coroutine frame, owns an
+// operation's storage (buffers, addresses) until the kernel's final CQE for it, so dropping a
+// task mid-operation cancels the operation without a use-after-free.
+#ifndef HOTRING_IO_REACTOR_H_
+#define HOTRING_IO_REACTOR_H_
+
+#include <liburing.h>
+#include <linux/time_types.h>
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/task.h"
+
+namespace hotring::io {
+
+// One CQE's payload.
+struct Completion {
+  int32_t result = 0;
+  uint32_t flags = 0;
+};
+
+// Identifies an operation in flight: slot index and generation, which together form the SQE's
+// user_data. 0 is never a valid id (the reactor uses user_data 0 for CQEs it ignores).
+struct OpId {
+  uint32_t index = 0;
+  uint32_t generation = 0;
+  [[nodiscard]] bool valid() const { return index != 0; }
+  [[nodiscard]] uint64_t user_data() const {
+    return (static_cast<uint64_t>(generation) << 32) | index;
+  }
+};
+
+// Storage of one io_uring operation: everything the kernel may read or write while it runs.
+// Concrete operations (io/ops.h) derive from it and add their buffers.
+class Operation {
+ public:
+  Operation() = default;
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  virtual ~Operation() = default;
+
+  // Fills the SQE (opcode, fd, buffers). user_data is set by the reactor.
+  virtual void Prepare(io_uring_sqe* sqe) = 0;
+  // A completion nobody will consume (the awaiter is gone). Multishot receives return the
+  // provided buffer the CQE carries to its ring here.
+  virtual void Discard(const Completion& completion) {}
+
+  // Optional: fail the operation with -ECANCELED after `timeout` (an IORING_OP_LINK_TIMEOUT).
+  void set_link_timeout(absl::Duration timeout);
+  [[nodiscard]] bool has_link_timeout() const { return has_link_timeout_; }
+
+  // Completions received and not yet consumed (multishot operations may queue several).
+  [[nodiscard]] bool has_completion() const { return next_completion_ < completions_.size(); }
+  Completion TakeCompletion();
+  // True once the final CQE (no IORING_CQE_F_MORE) has arrived.
+  [[nodiscard]] bool finished() const { return finished_; }
+
+ private:
+  friend class Reactor;
+  std::coroutine_handle<> waiter_ = nullptr;
+  absl::InlinedVector<Completion, 1> completions_;
+  size_t next_completion_ = 0;
+  __kernel_timespec link_timeout_{};
+  bool has_link_timeout_ = false;
+  bool finished_ = false;
+  bool abandoned_ = false;
+  bool queued_ = false;
+};
+
+// What the running kernel's io_uring offers, probed once at start-up.
+struct Features {
+  bool single_issuer = false;
+  bool defer_taskrun = false;
+  bool coop_taskrun = false;
+  bool waitid = false;         // IORING_OP_WAITID (kernel 6.7)
+  bool recv_multishot = false; // IORING_RECV_MULTISHOT (kernel 6.0)
+  bool buf_ring = false;       // registered provided-buffer rings (kernel 5.19)
+  std::string Describe() const;
+};
+
+// Owns one io_uring, the slots of every operation in flight, and the list of coroutines to
+// resume. Single-threaded: every method is called on the thread that created it.
+class Reactor {
+ public:
+  struct Options {
+    unsigned sq_entries = 256;
+    unsigned cq_entries = 16384;
+    // Try IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN first (fall back if refused).
+    bool prefer_defer_taskrun = true;
+  };
+
+  // Sets up the ring and probes the kernel. A kernel without io_uring, or with it disabled
+  // (kernel.io_uring_disabled), or without an opcode hotring needs, is one clear error.
+  static absl::StatusOr<std::unique_ptr<Reactor>> Create(const Options& options);
+  static absl::StatusOr<std::unique_ptr<Reactor>> Create() { return Create(Options()); }
+
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+  // Cancels every operation still in flight and waits for the kernel to let go of them.
+  // Every task awaiting on this reactor must be destroyed before it.
+  ~Reactor();
+
+  [[nodiscard]] const Features& features() const { return features_; }
+  [[nodiscard]] io_uring* ring() { return &ring_; }
+
+  // Takes ownership of `op`, queues its SQE, and records `waiter` to resume on completion.
+  OpId Submit(std::unique_ptr<Operation> op, std::coroutine_handle<> waiter);
+  // The operation while it is in flight (nullptr for a stale id).
+  [[nodiscard]] Operation* Lookup(OpId id);
+  // Sets or clears the coroutine to resume on the operation's next completion.
+  void SetWaiter(OpId id, std::coroutine_handle<> waiter);
+  // Hands a finished operation back to its awaiter (frees the slot).
+  std::unique_ptr<Operation> Reclaim(OpId id);
+  // The awaiter is gone: cancel the operation if it is still running; the reactor frees its
+  // storage when the final CQE arrives. The cancel is submitted at once, so the caller may
+  // close the operation's fd afterwards.
+  void Abandon(OpId id);
+  // Asks the kernel to cancel an operation that is still wanted (its awaiter sees -ECANCELED).
+  void Cancel(OpId id);
+
+  // Submits queued SQEs, waits for at least one completion if `block` and work is in flight,
+  // then resumes every coroutine whose operation completed. Returns how many were resumed.
+  absl::StatusOr<size_t> RunOnce(bool block);
+
+  // Runs the loop until `task` completes, and returns its value. If the task waits while no
+  // operation is in flight (it can never be woken), returns FailedPrecondition.
+  template <typename T>
+  absl::StatusOr<T> BlockOn(Task<T> task);
+  absl::Status BlockOn(Task<void> task);
+  // Tasks that already return a Status: the loop's error and the task's are merged.
+  absl::Status BlockOn(Task<absl::Status> task);
+  template <typename T>
+  absl::StatusOr<T> BlockOn(Task<absl::StatusOr<T>> task);
+
+  // Operations whose final CQE has not arrived (including abandoned ones).
+  [[nodiscard]] size_t in_flight() const { return in_flight_; }
+  // Completions processed since creation (for benchmarks and tests).
+  [[nodiscard]] uint64_t completions_seen() const { return completions_seen_; }
+
+ private:
+  explicit Reactor(const Features& features) : features_(features) {}
+  absl::Status Init(const Options& options);
+  io_uring_sqe* GetSqe();
+  absl::Status SubmitPending(unsigned wait_for);
+  void Reap();
+  void Dispatch(uint64_t user_data, int32_t result, uint32_t flags);
+  size_t ResumeReady();
+  void FreeSlot(uint32_t index);
+  absl::Status DriveUntilDone(std::coroutine_handle<> handle);
+
+  struct Slot {
+    std::unique_ptr<Operation> op;
+    uint32_t generation = 1;
+  };
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  Features features_;
+  std::vector<Slot> slots_;           // slots_[0] is never used (user_data 0 is reserved)
+  std::vector<uint32_t> free_slots_;
+  std::vector<OpId> ready_;           // operations with a completion and a waiter
+  std::vector<OpId> resuming_;        // the batch being resumed
+  size_t in_flight_ = 0;
+  unsigned unsubmitted_ = 0;
+  uint64_t completions_seen_ = 0;
+};
+
+template <typename T>
+absl::StatusOr<T> Reactor::BlockOn(Task<T> task) {
+  const absl::Status status = DriveUntilDone(task.handle());
+  if (!status.ok()) return status;
+  return task.TakeResult();
+}
+
+template <typename T>
+absl::StatusOr<T> Reactor::BlockOn(Task<absl::StatusOr<T>> task) {
+  const absl::Status status = DriveUntilDone(task.handle());
+  if (!status.ok()) return status;
+  return task.TakeResult();
+}
+
+// Awaitable for a single-shot operation of type Op. Op must derive from Operation and provide
+// `Result TakeResult(Completion)`. While suspended, the reactor owns the Op; if the awaiting
+// frame is destroyed, the destructor abandons (and so cancels) it.
+template <typename Op>
+class [[nodiscard]] OpAwaitable {
+ public:
+  OpAwaitable(Reactor& reactor, std::unique_ptr<Op> op)
+      : reactor_(&reactor), op_(std::move(op)) {}
+  OpAwaitable(const OpAwaitable&) = delete;
+  OpAwaitable& operator=(const OpAwaitable&) = delete;
+  OpAwaitable(OpAwaitable&& other) noexcept
+      : reactor_(other.reactor_), op_(std::move(other.op_)), id_(std::exchange(other.id_, {})) {}
+  ~OpAwaitable() {
+    if (id_.valid()) reactor_->Abandon(id_);
+  }
+
+  // Fails the operation with DeadlineExceeded if it has not completed after `timeout`.
+  OpAwaitable&& WithTimeout(absl::Duration timeout) && {
+    op_->set_link_timeout(timeout);
+    return std::move(*this);
+  }
+
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) { id_ = reactor_->Submit(std::move(op_), h); }
+  auto await_resume() {
+    std::unique_ptr<Operation> base = reactor_->Reclaim(std::exchange(id_, {}));
+    Op& op = static_cast<Op&>(*base);
+    return op.TakeResult(op.TakeCompletion());
+  }
+
+ private:
+  Reactor* reactor_;
+  std::unique_ptr<Op> op_;
+  OpId id_;
+};
+
+}  // namespace hotring::io
+
+#endif  // HOTRING_IO_REACTOR_H_

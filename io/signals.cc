@@ -1,0 +1,35 @@
+#include "io/signals.h"
+
+#include <sys/signalfd.h>
+
+#include <cstring>
+
+#include "core/status.h"
+#include "io/ops.h"
+
+namespace hotring::io {
+
+absl::StatusOr<SignalFd> SignalFd::Create(std::initializer_list<int> signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int sig : signals) sigaddset(&set, sig);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    return ErrnoStatus("pthread_sigmask", err);
+  }
+  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) return ErrnoStatus("signalfd");
+  return SignalFd(UniqueFd(fd));
+}
+
+Task<absl::StatusOr<int>> SignalFd::Next(Reactor& reactor) {
+  BufferResult result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
+  if (!result.bytes.ok()) co_return result.bytes.status();
+  if (*result.bytes != sizeof(signalfd_siginfo)) {
+    co_return absl::InternalError("signalfd: short read");
+  }
+  signalfd_siginfo info;
+  std::memcpy(&info, result.buffer.data(), sizeof(info));
+  co_return static_cast<int>(info.ssi_signo);
+}
+
+}  // namespace hotring::io

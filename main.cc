@@ -1,0 +1,98 @@
+// hotring: one static binary, one subcommand per job. Invoked as `hotring-send` (the kernel's
+// uevent helper, or a symlink) it behaves as `hotring send --autostart`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/string_view.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "io/reactor.h"
+#include "io/reactor_bench.h"
+
+namespace hotring {
+namespace {
+
+constexpr absl::string_view kVersion = "0.1.0";
+
+constexpr absl::string_view kUsage =
+    "usage: hotring <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
+    "  bench reactor [--json] NOP and socketpair round trips through the reactor\n"
+    "  --version              print the version\n";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "hotring: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+int SelfCheck() {
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  if (!reactor.ok()) return Fail(reactor.status());
+  std::printf("io_uring ok: %s\n", (*reactor)->features().Describe().c_str());
+  return 0;
+}
+
+int BenchReactor(const std::vector<std::string>& args) {
+  bool json = false;
+  io::ReactorBenchOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--nops" && i + 1 < args.size() &&
+               absl::SimpleAtoi(args[i + 1], &options.nops) && options.nops > 0) {
+      ++i;
+    } else if (args[i] == "--pingpongs" && i + 1 < args.size() &&
+               absl::SimpleAtoi(args[i + 1], &options.pingpongs) && options.pingpongs > 0) {
+      ++i;
+    } else {
+      return Fail(absl::InvalidArgumentError("bench reactor: unknown or bad argument: " + args[i]));
+    }
+  }
+  absl::StatusOr<std::vector<io::BenchFigure>> figures = io::RunReactorBench(options);
+  if (!figures.ok()) return Fail(figures.status());
+  std::fputs(io::FormatBenchFigures(*figures, json).c_str(), stdout);
+  return 0;
+}
+
+int Bench(const std::vector<std::string>& args) {
+  if (args.empty()) return Fail(absl::InvalidArgumentError("bench: which benchmark?"));
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "reactor") return BenchReactor(rest);
+  return Fail(absl::InvalidArgumentError("bench: unknown benchmark '" + args[0] + "'"));
+}
+
+int Main(int argc, char** argv) {
+  const absl::string_view invoked = argv[0] != nullptr ? argv[0] : "hotring";
+  (void)invoked;
+  if (argc < 2) {
+    std::fputs(kUsage.data(), stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "--version" || command == "version") {
+    std::printf("hotring %s\n", kVersion.data());
+    return 0;
+  }
+  if (command == "--help" || command == "help") {
+    std::fputs(kUsage.data(), stdout);
+    return 0;
+  }
+  if (command == "selfcheck") return SelfCheck();
+  if (command == "bench") return Bench(args);
+  std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
+  return 2;
+}
+
+}  // namespace
+}  // namespace hotring
+
+int main(int argc, char** argv) { return hotring::Main(argc, argv); }
