@@ -11,6 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "core/log.h"
+#include "hotplug/cli.h"
+#include "ipc/bench_cli.h"
 #include "core/status.h"
 #include "io/reactor.h"
 #include "io/reactor_bench.h"
@@ -66,12 +68,16 @@ int Bench(const std::vector<std::string>& args) {
   if (args.empty()) return Fail(absl::InvalidArgumentError("bench: which benchmark?"));
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "reactor") return BenchReactor(rest);
+  if (ipc::IsIpcBench(args[0])) return ipc::RunIpcBench(args[0], rest);
+  if (hotplug::IsHotplugBench(args[0])) return hotplug::RunHotplugBench(args[0], rest);
   return Fail(absl::InvalidArgumentError("bench: unknown benchmark '" + args[0] + "'"));
 }
 
 int Main(int argc, char** argv) {
   const absl::string_view invoked = argv[0] != nullptr ? argv[0] : "hotring";
-  (void)invoked;
+  if (absl::EndsWith(invoked, "hotring-send")) {
+    return hotplug::RunAsUeventHelper(std::vector<std::string>(argv + 1, argv + argc));
+  }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
     return 2;
@@ -88,6 +94,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
+  if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;
 }
