@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "core/status.h"
 
 namespace hotring::io {
@@ -52,6 +53,23 @@ void MultishotRecvMsgOp::Discard(const Completion& completion) {
   }
 }
 
+bool IsSocketOverrun(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) && StatusErrno(status) == ENOBUFS;
+}
+
+bool MultishotReceiver::SocketDroppedSinceLastOverrun() {
+  uint32_t meminfo[SK_MEMINFO_VARS] = {};
+  socklen_t length = sizeof(meminfo);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_MEMINFO, meminfo, &length) != 0 ||
+      length < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)) {
+    return false;  // cannot tell: treat as ring exhaustion, as before this check existed
+  }
+  const uint32_t drops = meminfo[SK_MEMINFO_DROPS];
+  if (drops == drops_reported_) return false;
+  drops_reported_ = drops;
+  return true;
+}
+
 MultishotReceiver::~MultishotReceiver() {
   if (id_.valid()) reactor_.Abandon(id_);
 }
@@ -62,6 +80,14 @@ void MultishotReceiver::Arm() {
 }
 
 Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
+  // Each ring buffer receives a header, the peer address and the control data before the
+  // payload; a ring of smaller buffers could never hold a datagram.
+  constexpr size_t kOverhead =
+      sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_storage) + kControlSpace;
+  if (ring_->buffer_size() <= kOverhead) {
+    co_return absl::InvalidArgumentError(absl::StrCat(
+        "multishot recvmsg needs ring buffers larger than ", kOverhead, " bytes"));
+  }
   for (;;) {
     if (!id_.valid()) {
       if (ring_->available() == 0) {
@@ -82,8 +108,14 @@ Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
       (void)reactor_.Reclaim(std::exchange(id_, {}));  // re-armed on the next call
     }
     if (c.result == -ENOBUFS) {
-      ++ring_exhausted_;
-      continue;
+      // Ring exhaustion or socket overrun: see the class comment.
+      if (ring_->available() == 0 || !SocketDroppedSinceLastOverrun()) {
+        ++ring_exhausted_;
+        continue;
+      }
+      ++socket_overruns_;
+      co_return ErrnoStatus("recvmsg(multishot): receive queue overrun, datagrams were dropped",
+                            ENOBUFS);
     }
     if (c.result < 0) co_return ErrnoStatus("recvmsg(multishot)", -c.result);
     if ((c.flags & IORING_CQE_F_BUFFER) == 0) {

@@ -131,7 +131,8 @@ absl::Status Reactor::Init(const Options& options) {
   for (const RequiredOp& op : kRequiredOps) {
     if (!io_uring_opcode_supported(probe, op.opcode)) missing.push_back(op.name);
   }
-  features_.waitid = probe->last_op >= kOpWaitId && io_uring_opcode_supported(probe, kOpWaitId);
+  features_.waitid = options.use_waitid && probe->last_op >= kOpWaitId &&
+                     io_uring_opcode_supported(probe, kOpWaitId);
   // Multishot receive (6.0) and buffer rings (5.19) have no opcode of their own; SENDMSG_ZC
   // (6.1) is the closest probe-visible marker that both are present.
   features_.recv_multishot = io_uring_opcode_supported(probe, IORING_OP_SENDMSG_ZC);

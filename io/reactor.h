@@ -98,6 +98,8 @@ class Reactor {
     unsigned cq_entries = 16384;
     // Try IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN first (fall back if refused).
     bool prefer_defer_taskrun = true;
+    // Use IORING_OP_WAITID when the kernel has it (tests turn it off to cover the fallback).
+    bool use_waitid = true;
   };
 
   // Sets up the ring and probes the kernel. A kernel without io_uring, or with it disabled

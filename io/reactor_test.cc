@@ -1,0 +1,432 @@
+#include "io/reactor.h"
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/clock.h"
+#include "core/notifier.h"
+#include "core/task.h"
+#include "core/task_scope.h"
+#include "gtest/gtest.h"
+#include "io/buffer_ring.h"
+#include "io/multishot.h"
+#include "io/ops.h"
+#include "io/signals.h"
+#include "io/socket.h"
+
+namespace hotring::io {
+namespace {
+
+std::unique_ptr<Reactor> MakeReactor(Reactor::Options options = {}) {
+  absl::StatusOr<std::unique_ptr<Reactor>> r = Reactor::Create(options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return std::move(*r);
+}
+
+// Drives the loop until nothing is in flight (abandoned operations reaped).
+void Drain(Reactor& reactor) {
+  for (int i = 0; i < 1000 && reactor.in_flight() > 0; ++i) {
+    ASSERT_TRUE(reactor.RunOnce(true).ok());
+  }
+  EXPECT_EQ(reactor.in_flight(), 0u);
+}
+
+TEST(ReactorTest, ProbesFeatures) {
+  auto reactor = MakeReactor();
+  // Kernel 6.18 here: every feature is present. On older kernels this documents the fallback.
+  EXPECT_TRUE(reactor->features().recv_multishot) << reactor->features().Describe();
+}
+
+TEST(ReactorTest, HundredThousandConcurrentTimeoutsCompleteAndFreeEverything) {
+  auto reactor = MakeReactor();
+  constexpr int kTasks = 100'000;
+  int fired = 0;
+  int errors = 0;
+  auto sleeper = [&](int i) -> Task<void> {
+    const absl::Status s = co_await Sleep(*reactor, absl::Milliseconds(1 + i % 50));
+    if (s.ok()) {
+      ++fired;
+    } else {
+      ++errors;
+    }
+  };
+  auto all = [&]() -> Task<void> {
+    TaskScope scope;
+    for (int i = 0; i < kTasks; ++i) scope.Spawn(sleeper(i));
+    co_await scope.Join();
+  };
+  ASSERT_TRUE(reactor->BlockOn(all()).ok());
+  EXPECT_EQ(fired, kTasks);
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(reactor->in_flight(), 0u);
+}
+
+TEST(ReactorTest, TimeoutsFireNoEarlierThanAsked) {
+  auto reactor = MakeReactor();
+  for (const absl::Duration d : {absl::Milliseconds(1), absl::Milliseconds(20),
+                                 absl::Milliseconds(75)}) {
+    const MonoTime start = MonoNow();
+    ASSERT_TRUE(reactor->BlockOn(
+                    [&]() -> Task<absl::Status> { co_return co_await Sleep(*reactor, d); }())
+                    .ok());
+    EXPECT_GE(Since(start, MonoNow()), d);
+  }
+  const MonoTime deadline = MonoNow() + absl::Milliseconds(30);
+  ASSERT_TRUE(reactor->BlockOn([&]() -> Task<absl::Status> {
+    co_return co_await SleepUntil(*reactor, deadline);
+  }()).ok());
+  EXPECT_GE(MonoNow(), deadline);
+}
+
+// Two tasks exchange `messages` messages over a socketpair; every payload carries its index.
+TEST(ReactorTest, SocketpairPingPongOfAMillionMessages) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_SEQPACKET);
+  ASSERT_TRUE(pair.ok());
+  constexpr uint64_t kMessages = 1'000'000;  // both directions together
+  uint64_t bad = 0;
+  uint64_t received = 0;
+  auto side = [&](int fd, bool starts) -> Task<void> {
+    Buffer buffer(sizeof(uint64_t));
+    uint64_t next = starts ? 0 : 1;  // the index this side sends next
+    if (starts) {
+      std::memcpy(buffer.data(), &next, sizeof(next));
+      BufferResult s = co_await Send(*reactor, fd, std::move(buffer));
+      if (!s.bytes.ok()) ++bad;
+      buffer = std::move(s.buffer);
+      next += 2;
+    }
+    while (next < kMessages + 1) {
+      BufferResult r = co_await Recv(*reactor, fd, std::move(buffer));
+      if (!r.bytes.ok() || *r.bytes != sizeof(uint64_t)) {
+        ++bad;
+        co_return;
+      }
+      uint64_t got;
+      std::memcpy(&got, r.buffer.data(), sizeof(got));
+      if (got != next - 1) ++bad;  // the peer's message precedes ours
+      ++received;
+      if (next >= kMessages) co_return;
+      std::memcpy(r.buffer.data(), &next, sizeof(next));
+      BufferResult s = co_await Send(*reactor, fd, std::move(r.buffer));
+      if (!s.bytes.ok()) ++bad;
+      buffer = std::move(s.buffer);
+      next += 2;
+    }
+  };
+  auto both = [&]() -> Task<void> {
+    TaskScope scope;
+    scope.Spawn(side(pair->first.get(), true));
+    scope.Spawn(side(pair->second.get(), false));
+    co_await scope.Join();
+  };
+  ASSERT_TRUE(reactor->BlockOn(both()).ok());
+  EXPECT_EQ(bad, 0u);
+  EXPECT_EQ(received, kMessages);
+}
+
+TEST(ReactorTest, DestroyingATaskCancelsItsPendingRecvAndLeavesTheDataUnread) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  bool completed = false;
+  auto reader = [&]() -> Task<void> {
+    BufferResult r = co_await Recv(*reactor, pair->first.get(), Buffer(64));
+    completed = true;
+  };
+  {
+    Task<void> task = reader();
+    task.Start();
+    ASSERT_TRUE(reactor->RunOnce(false).ok());
+    EXPECT_EQ(reactor->in_flight(), 1u);
+  }  // destroyed mid-await
+  Drain(*reactor);
+  EXPECT_FALSE(completed);
+  ASSERT_EQ(::send(pair->second.get(), "late", 4, 0), 4);
+  char buf[8];
+  // The cancelled recv did not consume the datagram.
+  EXPECT_EQ(::recv(pair->first.get(), buf, sizeof(buf), MSG_DONTWAIT), 4);
+}
+
+TEST(ReactorTest, DestroyingATaskCancelsItsPendingTimeout) {
+  auto reactor = MakeReactor();
+  bool fired = false;
+  auto sleeper = [&]() -> Task<void> {
+    (void)co_await Sleep(*reactor, absl::Hours(1));
+    fired = true;
+  };
+  {
+    Task<void> task = sleeper();
+    task.Start();
+    ASSERT_TRUE(reactor->RunOnce(false).ok());
+  }
+  const MonoTime start = MonoNow();
+  Drain(*reactor);
+  EXPECT_LT(Since(start, MonoNow()), absl::Seconds(5));
+  EXPECT_FALSE(fired);
+}
+
+TEST(ReactorTest, LinkTimeoutTurnsIntoDeadlineExceeded) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  auto reader = [&]() -> Task<absl::Status> {
+    ReceivedMessage m = co_await RecvMsg(*reactor, pair->first.get(), Buffer(64))
+                            .WithTimeout(absl::Milliseconds(20));
+    co_return m.bytes.status();
+  };
+  const absl::Status s = reactor->BlockOn(reader());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  Drain(*reactor);
+}
+
+TEST(ReactorTest, RecvMsgCarriesCredentialsAndPeer) {
+  auto reactor = MakeReactor();
+  const std::string name = absl::StrCat("@hotring-reactor-test-", ::getpid());
+  auto server = BindUnix(SOCK_DGRAM, name);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(EnablePassCred(server->get()).ok());
+  auto client = ConnectUnix(SOCK_DGRAM, name);
+  ASSERT_TRUE(client.ok());
+  ASSERT_EQ(::send(client->get(), "hello", 5, 0), 5);
+  auto reader = [&]() -> Task<ReceivedMessage> {
+    co_return co_await RecvMsg(*reactor, server->get(), Buffer(64));
+  };
+  absl::StatusOr<ReceivedMessage> m = reactor->BlockOn(reader());
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE(m->bytes.ok());
+  EXPECT_EQ(std::string(m->buffer.data(), *m->bytes), "hello");
+  ASSERT_TRUE(m->credentials.has_value());
+  EXPECT_EQ(m->credentials->pid, ::getpid());
+  EXPECT_EQ(m->credentials->uid, ::getuid());
+  EXPECT_FALSE(m->truncated());
+}
+
+TEST(ReactorTest, MultishotReceiveDeliversEveryDatagramAndRearmsWhenTheRingRunsDry) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  ASSERT_TRUE(EnablePassCred(pair->first.get()).ok());
+  auto ring = BufferRing::Create(*reactor, /*group_id=*/7, /*count=*/4, /*size=*/512);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  constexpr int kDatagrams = 50;  // many more than ring buffers
+  for (int i = 0; i < kDatagrams; ++i) {
+    const std::string msg = absl::StrCat("dgram-", i);
+    ASSERT_EQ(::send(pair->second.get(), msg.data(), msg.size(), 0),
+              static_cast<ssize_t>(msg.size()));
+  }
+  std::vector<std::string> got;
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  auto reader = [&]() -> Task<absl::Status> {
+    for (int i = 0; i < kDatagrams; ++i) {
+      absl::StatusOr<Datagram> d = co_await receiver.Next();
+      if (!d.ok()) co_return d.status();
+      if (!d->credentials.has_value()) co_return absl::InternalError("no credentials");
+      got.emplace_back(d->payload);
+    }
+    co_return absl::OkStatus();
+  };
+  ASSERT_TRUE(reactor->BlockOn(reader()).ok());
+  ASSERT_EQ(got.size(), static_cast<size_t>(kDatagrams));
+  for (int i = 0; i < kDatagrams; ++i) EXPECT_EQ(got[i], absl::StrCat("dgram-", i));
+  EXPECT_EQ((*ring)->available(), 4u);  // every lease returned
+}
+
+TEST(ReactorTest, DroppingAMultishotReceiverWithDataInFlightRecyclesEverything) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  auto ring = BufferRing::Create(*reactor, 9, 8, 512);
+  ASSERT_TRUE(ring.ok());
+  std::weak_ptr<BufferRing> weak = *ring;
+  {
+    auto receiver = std::make_unique<MultishotReceiver>(*reactor, pair->first.get(), *ring);
+    for (int i = 0; i < 6; ++i) ASSERT_EQ(::send(pair->second.get(), "x", 1, 0), 1);
+    auto one = [&]() -> Task<absl::Status> {
+      absl::StatusOr<Datagram> d = co_await receiver->Next();
+      co_return d.status();
+    };
+    ASSERT_TRUE(reactor->BlockOn(one()).ok());
+    // Five more completions are queued or arriving; a task is waiting on none of them.
+    ASSERT_TRUE(reactor->RunOnce(false).ok());
+    receiver.reset();
+  }
+  Drain(*reactor);
+  EXPECT_EQ((*ring)->available(), 8u);
+  ring->reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(ReactorTest, MultishotRingTooSmallForHeadersIsAClearError) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  auto ring = BufferRing::Create(*reactor, 3, 4, 64);
+  ASSERT_TRUE(ring.ok());
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  absl::StatusOr<Datagram> d = reactor->BlockOn(receiver.Next());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ReactorTest, CompletionOfADestroyedTaskInTheSameBatchIsNotResumed) {
+  auto reactor = MakeReactor();
+  bool b_ran_on = false;
+  Task<void> b;
+  auto b_body = [&]() -> Task<void> {
+    (void)co_await Nop(*reactor);
+    b_ran_on = true;
+  };
+  auto a_body = [&]() -> Task<void> {
+    (void)co_await Nop(*reactor);
+    b.Reset();  // B's NOP completed in the same batch; it must not be resumed afterwards
+  };
+  Task<void> a = a_body();
+  a.Start();
+  b = b_body();
+  b.Start();
+  while (!a.done()) ASSERT_TRUE(reactor->RunOnce(true).ok());
+  EXPECT_FALSE(b_ran_on);
+  EXPECT_EQ(reactor->in_flight(), 0u);
+}
+
+TEST(ReactorTest, FullSubmissionQueueAndSmallCompletionQueueLoseNothing) {
+  Reactor::Options options;
+  options.sq_entries = 8;
+  options.cq_entries = 16;
+  auto reactor = MakeReactor(options);
+  constexpr int kOps = 20'000;
+  int done = 0;
+  auto nop = [&]() -> Task<void> {
+    if ((co_await Nop(*reactor)).ok()) ++done;
+  };
+  auto all = [&]() -> Task<void> {
+    TaskScope scope;
+    for (int i = 0; i < kOps; ++i) scope.Spawn(nop());
+    co_await scope.Join();
+  };
+  ASSERT_TRUE(reactor->BlockOn(all()).ok());
+  EXPECT_EQ(done, kOps);
+}
+
+TEST(ReactorTest, BlockOnATaskThatNothingCanWakeIsAnError) {
+  auto reactor = MakeReactor();
+  Notifier never;
+  auto stuck = [&]() -> Task<void> { co_await never.Wait(); };
+  EXPECT_EQ(reactor->BlockOn(stuck()).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+void CheckWaitForExit(bool use_waitid) {
+  Reactor::Options options;
+  options.use_waitid = use_waitid;
+  auto reactor = MakeReactor(options);
+  EXPECT_EQ(reactor->features().waitid, use_waitid);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ::_exit(3);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(pidfd, 0);
+  absl::StatusOr<ExitStatus> status = reactor->BlockOn(WaitForExit(*reactor, pidfd));
+  ::close(pidfd);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_TRUE(status->exited);
+  EXPECT_EQ(status->code, 3);
+  // Reaped: no zombie left for this pid.
+  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(ReactorTest, WaitForExitWithWaitId) { CheckWaitForExit(true); }
+TEST(ReactorTest, WaitForExitWithPollFallback) { CheckWaitForExit(false); }
+
+TEST(ReactorTest, WaitForExitReportsSignals) {
+  auto reactor = MakeReactor();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(pidfd, 0);
+  ASSERT_EQ(::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0), 0);
+  absl::StatusOr<ExitStatus> status = reactor->BlockOn(WaitForExit(*reactor, pidfd));
+  ::close(pidfd);
+  ASSERT_TRUE(status.ok());
+  EXPECT_FALSE(status->exited);
+  EXPECT_EQ(status->code, SIGKILL);
+}
+
+TEST(ReactorTest, SignalsArriveThroughTheRing) {
+  auto reactor = MakeReactor();
+  auto signals = SignalFd::Create({SIGUSR1});
+  ASSERT_TRUE(signals.ok()) << signals.status();
+  ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
+  absl::StatusOr<int> sig = reactor->BlockOn(signals->Next(*reactor));
+  ASSERT_TRUE(sig.ok()) << sig.status();
+  EXPECT_EQ(*sig, SIGUSR1);
+}
+
+// A child whose seccomp filter makes io_uring_setup fail gets one clear error, not a crash.
+TEST(ReactorTest, DisabledIoUringIsOneClearError) {
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(10);
+    if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) ::_exit(11);
+    absl::StatusOr<std::unique_ptr<Reactor>> r = Reactor::Create();
+    const std::string text = r.ok() ? "ok" : r.status().ToString();
+    (void)!::write(pipefd[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  std::string text;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof(buf))) > 0) text.append(buf, n);
+  ::close(pipefd[0]);
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+  EXPECT_NE(text.find("io_uring is disabled"), std::string::npos) << text;
+}
+
+TEST(SocketTest, SecondBindOnALiveSocketIsRefusedAndAStaleOneIsReplaced) {
+  char dir[] = "/tmp/hotring_sock_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = absl::StrCat(dir, "/control");
+  {
+    auto first = BindUnix(SOCK_DGRAM, path);
+    ASSERT_TRUE(first.ok()) << first.status();
+    auto second = BindUnix(SOCK_DGRAM, path);
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists) << second.status();
+  }
+  // The first socket is closed; its file is stale and may be replaced.
+  auto third = BindUnix(SOCK_DGRAM, path);
+  EXPECT_TRUE(third.ok()) << third.status();
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+}  // namespace
+}  // namespace hotring::io
