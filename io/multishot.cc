@@ -1,5 +1,7 @@
 #include "io/multishot.h"
 
+#include <linux/sock_diag.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"

@@ -42,8 +42,25 @@ class MultishotRecvMsgOp final : public Operation {
   msghdr msg_{};
 };
 
+// True for the status Next() returns when the socket's receive queue overran and the kernel
+// dropped datagrams (recvmsg failed with ENOBUFS): ResourceExhausted carrying errno ENOBUFS
+// (core/status.h StatusErrno). The receiver stays usable; call Next() again.
+[[nodiscard]] bool IsSocketOverrun(const absl::Status& status);
+
 // Owns the armed operation (through the reactor) and re-arms it when the kernel ends it, for
 // instance with ENOBUFS when every ring buffer is in use. Dropping it cancels the receive.
+//
+// ENOBUFS is ambiguous in a multishot receive: the kernel ends the operation with -ENOBUFS both
+// when the provided-buffer ring is empty (nothing lost: the datagrams stay queued in the socket)
+// and when recvmsg itself reports an overrun (netlink: the kernel dropped messages). Both CQEs
+// look alike (no buffer, no IORING_CQE_F_MORE). Next() tells them apart so:
+//  - every ring buffer held by the consumer when the CQE is handled: the ring was empty when
+//    the kernel tried (a buffer only reaches the consumer through an earlier CQE);
+//  - otherwise the socket's drop counter (SO_MEMINFO, SK_MEMINFO_DROPS) decides: it grew since
+//    the last overrun this receiver reported (or since the socket was created) -> overrun;
+//    unchanged -> the ring ran empty and the consumer has released buffers since.
+// The ring state alone cannot decide: a consumer that releases each datagram before asking for
+// the next one has usually given buffers back by the time the ENOBUFS CQE is read.
 class MultishotReceiver {
  public:
   MultishotReceiver(Reactor& reactor, int fd, std::shared_ptr<BufferRing> ring)
@@ -52,23 +69,30 @@ class MultishotReceiver {
   MultishotReceiver& operator=(const MultishotReceiver&) = delete;
   ~MultishotReceiver();
 
-  // The next datagram, or the socket's error. ResourceExhausted if the consumer holds every
-  // ring buffer (nothing can be received until some are released).
+  // The next datagram, or the socket's error. A socket overrun is IsSocketOverrun() (reported
+  // once per overrun; the next call re-arms). ResourceExhausted without an errno if the
+  // consumer holds every ring buffer (nothing can be received until some are released).
   Task<absl::StatusOr<Datagram>> Next();
 
   // Times the kernel ended the multishot because the ring was empty (data stays queued in the
   // socket; it is not lost).
   [[nodiscard]] uint64_t ring_exhausted() const { return ring_exhausted_; }
   [[nodiscard]] uint64_t arms() const { return arms_; }
+  // Overruns reported by Next().
+  [[nodiscard]] uint64_t socket_overruns() const { return socket_overruns_; }
 
  private:
   void Arm();
+  // Whether the socket dropped datagrams since the last reported overrun (updates the mark).
+  bool SocketDroppedSinceLastOverrun();
   Reactor& reactor_;
   int fd_;
   std::shared_ptr<BufferRing> ring_;
   OpId id_;
   uint64_t ring_exhausted_ = 0;
   uint64_t arms_ = 0;
+  uint64_t socket_overruns_ = 0;
+  uint32_t drops_reported_ = 0;  // SK_MEMINFO_DROPS at the last reported overrun
 };
 
 }  // namespace hotring::io
