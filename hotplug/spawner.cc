@@ -1,0 +1,741 @@
+#include "hotplug/spawner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "core/task_scope.h"
+
+namespace hotring::hotplug {
+namespace {
+
+// Bytes read from one pipe before the reader yields to the reactor (a flooding child must not
+// starve the other tasks), and the most read from a pipe after the child has exited (what a
+// leftover process keeps writing is not the run's to wait for).
+constexpr size_t kScratchBytes = 64 * 1024;
+constexpr size_t kRoundBytes = 256 * 1024;
+constexpr size_t kFinalDrainBytes = 4 * 1024 * 1024;
+
+// The vfork-style child runs on this stack only until execve; a few hundred bytes are used.
+constexpr size_t kChildStackBytes = 128 * 1024;
+
+// The kernel's signal set is 64 bits on the architectures hotring builds for (x86_64, arm64);
+// glibc's sigset_t is 1024 bits, which rt_sigaction refuses.
+constexpr size_t kKernelSigsetBytes = sizeof(uint64_t);
+constexpr int kMaxSignal = 64;
+
+// The clone3 argument block (CLONE_ARGS_SIZE_VER0), spelled out because glibc 2.36 does not
+// declare it and <linux/sched.h> clashes with <sched.h>.
+struct Clone3Args {
+  uint64_t flags;
+  uint64_t pidfd;
+  uint64_t child_tid;
+  uint64_t parent_tid;
+  uint64_t exit_signal;
+  uint64_t stack;
+  uint64_t stack_size;
+  uint64_t tls;
+};
+
+// The step of the child's setup that failed, reported to the parent with its errno.
+enum class ChildStep : int { kNone = 0, kSignals, kSetsid, kDup, kCloseRange, kExec };
+
+absl::string_view ChildStepName(ChildStep step) {
+  switch (step) {
+    case ChildStep::kNone:
+      return "spawn";
+    case ChildStep::kSignals:
+      return "child: resetting signals";
+    case ChildStep::kSetsid:
+      return "child: setsid";
+    case ChildStep::kDup:
+      return "child: dup3 onto fds 0-2";
+    case ChildStep::kCloseRange:
+      return "child: close_range";
+    case ChildStep::kExec:
+      return "execve";
+  }
+  return "spawn";
+}
+
+struct ChildFailure {
+  ChildStep step = ChildStep::kNone;
+  int err = 0;
+};
+
+// Everything the child needs, prepared by the parent before the clone (the child must not
+// allocate: with CLONE_VM it runs on the parent's memory while the parent is suspended).
+struct ChildArgs {
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int stdin_fd = -1;   // all three are >= 3, so dup3 onto 0-2 never collides
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  // The write end of a close-on-exec pipe for the fork-style methods, where the child's memory
+  // is a copy. -1 with CLONE_VM: the child writes `failure` directly.
+  int error_fd = -1;
+  ChildFailure failure;
+};
+
+// The child side. Only raw system calls: no allocation, no locks, no sanitizer interceptors
+// (with CLONE_VM this runs on borrowed memory, and after a fork of a threaded parent any lock
+// may be held by a thread that no longer exists).
+__attribute__((no_sanitize("address", "undefined"))) [[noreturn]] void ChildFail(
+    ChildArgs* args, ChildStep step, int err) {
+  args->failure.step = step;
+  args->failure.err = err;
+  if (args->error_fd >= 0) {
+    (void)syscall(SYS_write, args->error_fd, &args->failure, sizeof(args->failure));
+  }
+  syscall(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+__attribute__((no_sanitize("address", "undefined"))) void CloseFrom(ChildArgs* args,
+                                                                    unsigned first,
+                                                                    unsigned last) {
+  if (first > last) return;
+  if (syscall(SYS_close_range, first, last, 0) == 0) return;
+  if (errno != ENOSYS) ChildFail(args, ChildStep::kCloseRange, errno);
+  // Before Linux 5.9: close one by one up to the descriptor limit.
+  struct rlimit limit {};
+  unsigned end = 65536;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &limit) == 0 &&
+      limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < end) {
+    end = static_cast<unsigned>(limit.rlim_cur);
+  }
+  if (last >= end) last = end - 1;
+  for (unsigned fd = first; fd <= last && fd < end; ++fd) (void)syscall(SYS_close, fd);
+}
+
+__attribute__((no_sanitize("address", "undefined"))) [[noreturn]] void ChildMain(
+    ChildArgs* args) {
+  // The parent blocked every signal around the clone, so nothing has run a handler here yet.
+  // Reset every disposition to the default (SIG_DFL is 0, so an all-zero kernel sigaction is
+  // right on every layout) before unblocking: the daemon's handlers must never run in the
+  // child, and an ignored SIGPIPE must not be inherited through execve.
+  const uint64_t zero[4] = {0, 0, 0, 0};
+  for (int sig = 1; sig <= kMaxSignal; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    (void)syscall(SYS_rt_sigaction, sig, zero, nullptr, kKernelSigsetBytes);
+  }
+  if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, zero, nullptr, kKernelSigsetBytes) != 0) {
+    ChildFail(args, ChildStep::kSignals, errno);
+  }
+  // Its own session and process group, so a signal to the group reaches grandchildren.
+  if (syscall(SYS_setsid) < 0) ChildFail(args, ChildStep::kSetsid, errno);
+  if (syscall(SYS_dup3, args->stdin_fd, 0, 0) < 0 ||
+      syscall(SYS_dup3, args->stdout_fd, 1, 0) < 0 ||
+      syscall(SYS_dup3, args->stderr_fd, 2, 0) < 0) {
+    ChildFail(args, ChildStep::kDup, errno);
+  }
+  // The handler sees fds 0-2 and nothing else, whatever the daemon forgot to mark close-on-exec.
+  if (args->error_fd >= 0) {
+    const unsigned keep = static_cast<unsigned>(args->error_fd);
+    CloseFrom(args, 3, keep - 1);
+    CloseFrom(args, keep + 1, ~0U);
+  } else {
+    CloseFrom(args, 3, ~0U);
+  }
+  syscall(SYS_execve, args->path, args->argv, args->envp);
+  ChildFail(args, ChildStep::kExec, errno);
+}
+
+__attribute__((no_sanitize("address", "undefined"))) int CloneEntry(void* args) {
+  ChildMain(static_cast<ChildArgs*>(args));
+}
+
+// Blocks every signal for its lifetime (around a clone, so the child starts with none
+// deliverable until it has reset the dispositions).
+class AllSignalsBlocked {
+ public:
+  AllSignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old_);
+  }
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+  ~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+// Descriptors the child will dup onto 0-2 must not be 0-2 themselves (a daemon started with
+// closed standard fds gets them from pipe()).
+absl::Status MoveAboveStandardFds(UniqueFd& fd) {
+  if (fd.get() > 2) return absl::OkStatus();
+  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC)");
+  fd.Reset(moved);
+  return absl::OkStatus();
+}
+
+// A pipe whose read end (the parent's) is non-blocking; the write end stays blocking, as a
+// handler writing its stdout expects.
+absl::Status MakeOutputPipe(UniqueFd& read_end, UniqueFd& write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) < 0) return ErrnoStatus("pipe2");
+  read_end.Reset(fds[0]);
+  write_end.Reset(fds[1]);
+  if (::fcntl(read_end.get(), F_SETFL, O_NONBLOCK) < 0) return ErrnoStatus("fcntl(O_NONBLOCK)");
+  return MoveAboveStandardFds(write_end);
+}
+
+absl::Status CheckNoNul(absl::string_view what, absl::string_view text) {
+  if (text.find('\0') == absl::string_view::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("spawn: ", what, " contains a NUL byte"));
+}
+
+int SendSignal(int pidfd, int sig) {
+  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+absl::string_view BaseName(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+absl::string_view MethodName(Spawner::Method method) {
+  switch (method) {
+    case Spawner::Method::kAuto:
+      return "auto";
+    case Spawner::Method::kCloneVfork:
+      return "clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD)";
+    case Spawner::Method::kClone3Fork:
+      return "clone3(CLONE_PIDFD)";
+    case Spawner::Method::kForkPidfdOpen:
+      return "fork+pidfd_open";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// LineSplitter
+
+void LineSplitter::Append(absl::string_view piece) {
+  has_partial_ = true;
+  if (truncated_) return;
+  const size_t room = max_line_bytes_ - partial_.size();
+  if (piece.size() > room) {
+    partial_.append(piece.data(), room);
+    truncated_ = true;
+  } else {
+    partial_.append(piece.data(), piece.size());
+  }
+}
+
+void LineSplitter::Push(absl::string_view data, Callback on_line) {
+  while (!data.empty()) {
+    const size_t newline = data.find('\n');
+    if (newline == absl::string_view::npos) {
+      Append(data);
+      return;
+    }
+    const absl::string_view line = data.substr(0, newline);
+    data.remove_prefix(newline + 1);
+    if (!has_partial_) {
+      // The common case: a whole line inside one read, handed over without a copy.
+      if (line.size() > max_line_bytes_) {
+        on_line(line.substr(0, max_line_bytes_), true);
+      } else {
+        on_line(line, false);
+      }
+      continue;
+    }
+    Append(line);
+    on_line(partial_, truncated_);
+    partial_.clear();
+    truncated_ = false;
+    has_partial_ = false;
+  }
+}
+
+void LineSplitter::Finish(Callback on_line) {
+  if (!has_partial_) return;
+  on_line(partial_, truncated_);
+  partial_.clear();
+  truncated_ = false;
+  has_partial_ = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChildProcess
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      stdout_(std::move(other.stdout_)),
+      stderr_(std::move(other.stderr_)),
+      reaped_(std::exchange(other.reaped_, false)) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::move(other.pidfd_);
+    stdout_ = std::move(other.stdout_);
+    stderr_ = std::move(other.stderr_);
+    reaped_ = std::exchange(other.reaped_, false);
+  }
+  return *this;
+}
+
+absl::Status ChildProcess::Signal(int sig) {
+  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("signal: child already reaped");
+  if (SendSignal(pidfd_.get(), sig) < 0 && errno != ESRCH) {
+    return ErrnoStatus("pidfd_send_signal");
+  }
+  return SignalGroup(sig);
+}
+
+absl::Status ChildProcess::SignalGroup(int sig) {
+  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("signal: child already reaped");
+  // ESRCH: the child moved itself to another group and nothing is left in this one.
+  if (::kill(-pid_, sig) < 0 && errno != ESRCH) return ErrnoStatus("kill(-pgid)");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<io::ExitStatus>> ChildProcess::TryReap() {
+  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("waitid: child already reaped");
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED | WNOHANG) < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ECHILD) {
+        reaped_ = true;
+        return absl::InternalError(
+            "waitid: the child was reaped by someone else (is SIGCHLD set to SIG_IGN?)");
+      }
+      return ErrnoStatus("waitid(P_PIDFD)");
+    }
+    if (info.si_pid == 0) return std::nullopt;
+    reaped_ = true;
+    return io::ExitStatusFromSiginfo(info);
+  }
+}
+
+absl::StatusOr<io::ExitStatus> ChildProcess::WaitBlocking() {
+  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("waitid: child already reaped");
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ECHILD) reaped_ = true;
+      return ErrnoStatus("waitid(P_PIDFD)");
+    }
+    reaped_ = true;
+    return io::ExitStatusFromSiginfo(info);
+  }
+}
+
+void ChildProcess::KillAndReap() {
+  if (reaped_ || !pidfd_) return;
+  (void)::kill(-pid_, SIGKILL);
+  (void)SendSignal(pidfd_.get(), SIGKILL);
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) < 0 &&
+        errno == EINTR) {
+      continue;
+    }
+    break;
+  }
+  reaped_ = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spawner
+
+// Owns an mmap'ed stack with a guard page below it.
+class Spawner::ChildStack {
+ public:
+  static absl::StatusOr<std::unique_ptr<ChildStack>> Create(size_t bytes) {
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t total = bytes + page;
+    void* const base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) return ErrnoStatus("mmap(child stack)");
+    if (::mprotect(base, page, PROT_NONE) < 0) {
+      const absl::Status status = ErrnoStatus("mprotect(child stack guard)");
+      ::munmap(base, total);
+      return status;
+    }
+    return std::unique_ptr<ChildStack>(new ChildStack(base, total));
+  }
+  ChildStack(const ChildStack&) = delete;
+  ChildStack& operator=(const ChildStack&) = delete;
+  ~ChildStack() { ::munmap(base_, size_); }
+
+  // Stacks grow down on every architecture we build for: the child starts at the top.
+  [[nodiscard]] void* top() const { return static_cast<char*>(base_) + size_; }
+
+ private:
+  ChildStack(void* base, size_t size) : base_(base), size_(size) {}
+  void* base_;
+  size_t size_;
+};
+
+// One output pipe of a run: the parent's read end, its line splitter and its counters.
+struct Spawner::Stream {
+  Stream(OutputStream kind, UniqueFd fd, size_t max_line_bytes)
+      : kind(kind), fd(std::move(fd)), splitter(max_line_bytes) {}
+  OutputStream kind;
+  UniqueFd fd;
+  LineSplitter splitter;
+  OutputStats stats;
+  bool eof = false;
+};
+
+// Where a run's lines go, and the run's shared log budget.
+struct Spawner::RunOutput {
+  const SpawnRequest& request;
+  const LineSink& sink;
+  std::string prefix;  // "<label> <program>[<pid>]"
+  absl::string_view program;
+  pid_t pid;
+  size_t logged_bytes = 0;
+  bool budget_spent = false;
+
+  void Line(Stream& stream, absl::string_view text, bool truncated) {
+    ++stream.stats.lines;
+    if (truncated) ++stream.stats.lines_truncated;
+    if (budget_spent || logged_bytes + text.size() > request.max_log_bytes) {
+      if (!budget_spent) {
+        budget_spent = true;
+        LogWarning("%s: output log budget of %d bytes spent; counting further lines only",
+                   prefix, request.max_log_bytes);
+      }
+      ++stream.stats.lines_dropped;
+      return;
+    }
+    logged_bytes += text.size();
+    ++stream.stats.lines_logged;
+    if (sink) {
+      sink(OutputLine{stream.kind, request.label, program, pid, text, truncated});
+      return;
+    }
+    const absl::string_view mark = truncated ? " [truncated]" : "";
+    switch (stream.kind) {
+      case OutputStream::kStdout:
+        LogInfo("%s: %s%s", prefix, text, mark);
+        return;
+      case OutputStream::kStderr:
+        LogWarning("%s: %s%s", prefix, text, mark);
+        return;
+    }
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Create(Options options) {
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!dev_null) return ErrnoStatus("open(/dev/null)");
+  HOTRING_RETURN_IF_ERROR(MoveAboveStandardFds(dev_null));
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ChildStack> stack,
+                           ChildStack::Create(kChildStackBytes));
+  return std::unique_ptr<Spawner>(
+      new Spawner(std::move(options), std::move(dev_null), std::move(stack)));
+}
+
+Spawner::Spawner(Options options, UniqueFd dev_null, std::unique_ptr<ChildStack> stack)
+    : options_(std::move(options)),
+      method_(options_.method),
+      dev_null_(std::move(dev_null)),
+      stack_(std::move(stack)),
+      scratch_(kScratchBytes) {}
+
+Spawner::~Spawner() = default;
+
+absl::StatusOr<ChildProcess> Spawner::Start(const SpawnRequest& request) {
+  if (method_ != Method::kAuto) {
+    bool unsupported = false;
+    return StartWith(method_, request, unsupported);
+  }
+  for (const Method method : {Method::kCloneVfork, Method::kClone3Fork, Method::kForkPidfdOpen}) {
+    bool unsupported = false;
+    absl::StatusOr<ChildProcess> child = StartWith(method, request, unsupported);
+    if (!unsupported) {
+      method_ = method;
+      return child;
+    }
+    LogNotice("spawn: %s is not available here (%s); trying the next method",
+              MethodName(method), child.status().message());
+  }
+  return absl::UnimplementedError("spawn: no process creation method with a pidfd works here");
+}
+
+absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnRequest& request,
+                                                bool& unsupported) {
+  if (request.program.empty()) return absl::InvalidArgumentError("spawn: empty program path");
+  HOTRING_RETURN_IF_ERROR(CheckNoNul("program", request.program));
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  argv.reserve(request.argv.size() + 1);
+  envp.reserve(request.envp.size() + 1);
+  for (const std::string& arg : request.argv) {
+    HOTRING_RETURN_IF_ERROR(CheckNoNul("an argument", arg));
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  if (argv.empty()) argv.push_back(const_cast<char*>(request.program.c_str()));
+  argv.push_back(nullptr);
+  for (const std::string& var : request.envp) {
+    HOTRING_RETURN_IF_ERROR(CheckNoNul("an environment variable", var));
+    envp.push_back(const_cast<char*>(var.c_str()));
+  }
+  envp.push_back(nullptr);
+
+  UniqueFd out_read, out_write, err_read, err_write;
+  HOTRING_RETURN_IF_ERROR(MakeOutputPipe(out_read, out_write));
+  HOTRING_RETURN_IF_ERROR(MakeOutputPipe(err_read, err_write));
+
+  ChildArgs args;
+  args.path = request.program.c_str();
+  args.argv = argv.data();
+  args.envp = envp.data();
+  args.stdin_fd = dev_null_.get();
+  args.stdout_fd = out_write.get();
+  args.stderr_fd = err_write.get();
+
+  UniqueFd error_read, error_write;
+  if (method != Method::kCloneVfork) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) < 0) return ErrnoStatus("pipe2");
+    error_read.Reset(fds[0]);
+    error_write.Reset(fds[1]);
+    HOTRING_RETURN_IF_ERROR(MoveAboveStandardFds(error_write));
+    args.error_fd = error_write.get();
+  }
+
+  pid_t pid = -1;
+  int pidfd = -1;
+  int clone_errno = 0;
+  {
+    const AllSignalsBlocked blocked;
+    switch (method) {
+      case Method::kAuto:
+        return absl::InvalidArgumentError("spawn: kAuto is not a method");
+      case Method::kCloneVfork:
+        // The parent is suspended until the child has exec'd or exited, so the child may use
+        // `stack_`, `args` and the argv/envp arrays in place.
+        pid = ::clone(&CloneEntry, stack_->top(), CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
+                      &args, &pidfd);
+        clone_errno = errno;
+        break;
+      case Method::kClone3Fork: {
+        Clone3Args clone_args{};
+        clone_args.flags = CLONE_PIDFD;
+        clone_args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+        clone_args.exit_signal = SIGCHLD;
+        const long ret = syscall(SYS_clone3, &clone_args, sizeof(clone_args));
+        if (ret == 0) ChildMain(&args);
+        pid = static_cast<pid_t>(ret);
+        clone_errno = errno;
+        break;
+      }
+      case Method::kForkPidfdOpen: {
+        pid = ::fork();
+        if (pid == 0) ChildMain(&args);
+        clone_errno = errno;
+        if (pid > 0) {
+          pidfd = ::pidfd_open(pid, 0);
+          if (pidfd < 0) {
+            // Without a pidfd we cannot supervise it: end it now.
+            const int err = errno;
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            unsupported = err == ENOSYS;
+            return ErrnoStatus("pidfd_open", err);
+          }
+        }
+        break;
+      }
+    }
+  }
+  if (pid < 0) {
+    // EINVAL: the kernel predates CLONE_PIDFD; ENOSYS: no clone3; EPERM may be a seccomp filter.
+    unsupported = clone_errno == ENOSYS || clone_errno == EINVAL ||
+                  (clone_errno == EPERM && method != Method::kForkPidfdOpen);
+    return ErrnoStatus(method == Method::kClone3Fork ? "clone3" : "clone", clone_errno);
+  }
+  ChildProcess child(pid, UniqueFd(pidfd), std::move(out_read), std::move(err_read));
+
+  // The child's ends belong to the child now; our copies would hide its end of file.
+  out_write.Reset();
+  err_write.Reset();
+  ChildFailure failure = args.failure;
+  if (error_read) {
+    error_write.Reset();
+    // Blocks until execve closes the pipe (success) or the child reports why it failed.
+    for (;;) {
+      const ssize_t n = ::read(error_read.get(), &failure, sizeof(failure));
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof(failure))) failure = ChildFailure{};
+      break;
+    }
+  }
+  if (failure.step != ChildStep::kNone) {
+    (void)child.WaitBlocking();
+    if (failure.step == ChildStep::kExec) {
+      return ErrnoStatus(absl::StrCat("execve(", request.program, ")"), failure.err);
+    }
+    return ErrnoStatus(absl::StrCat(ChildStepName(failure.step), " for ", request.program),
+                       failure.err);
+  }
+  return child;
+}
+
+bool Spawner::DrainAvailable(Stream& stream, RunOutput& output, size_t limit) {
+  size_t total = 0;
+  while (total < limit) {
+    const ssize_t n = ::read(stream.fd.get(), scratch_.data(), scratch_.size());
+    if (n > 0) {
+      total += static_cast<size_t>(n);
+      stream.stats.bytes += static_cast<uint64_t>(n);
+      stream.splitter.Push(absl::string_view(scratch_.data(), static_cast<size_t>(n)),
+                           [&](absl::string_view line, bool truncated) {
+                             output.Line(stream, line, truncated);
+                           });
+      continue;
+    }
+    if (n == 0) {
+      stream.eof = true;
+      return true;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) return false;
+    LogWarning("%s: reading its output: %s", output.prefix, ErrnoStatus("read").message());
+    stream.eof = true;
+    return true;
+  }
+  return false;
+}
+
+Task<void> Spawner::ReadStream(io::Reactor& reactor, Stream& stream, RunOutput& output) {
+  // Poll, then read without blocking: a poll can be cancelled at any time without losing data,
+  // which a cancelled read that already completed could not promise.
+  while (!stream.eof) {
+    const absl::StatusOr<unsigned> ready = co_await io::Poll(reactor, stream.fd.get(), POLLIN);
+    if (!ready.ok()) {
+      LogWarning("%s: polling its output: %s", output.prefix, ready.status().message());
+      co_return;
+    }
+    (void)DrainAvailable(stream, output, kRoundBytes);
+  }
+}
+
+Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnRequest request) {
+  const MonoTime start = MonoNow();
+  // Declared first, destroyed last: if this task is dropped, the readers and pipes go first,
+  // then the child's process group is killed and the child reaped.
+  HOTRING_CO_ASSIGN_OR_RETURN(ChildProcess child, Start(request));
+
+  SpawnResult result;
+  result.pid = child.pid();
+  const absl::string_view program = BaseName(request.program);
+  RunOutput output{request, options_.line_sink,
+                   request.label.empty()
+                       ? absl::StrCat(program, "[", child.pid(), "]")
+                       : absl::StrCat(request.label, " ", program, "[", child.pid(), "]"),
+                   program, child.pid()};
+  Stream out(OutputStream::kStdout, child.TakeStdout(), request.max_line_bytes);
+  Stream err(OutputStream::kStderr, child.TakeStderr(), request.max_line_bytes);
+  {
+    TaskScope readers;
+    readers.Spawn(ReadStream(reactor, out, output));
+    readers.Spawn(ReadStream(reactor, err, output));
+
+    enum class Phase { kRunning, kTerminating, kKilling };
+    Phase phase = Phase::kRunning;
+    const bool has_deadline = request.timeout != absl::InfiniteDuration();
+    MonoTime deadline = has_deadline ? start + request.timeout : MonoTime::max();
+    for (;;) {
+      // The pidfd polls readable once the child is a zombie. We reap it ourselves (rather than
+      // with IORING_OP_WAITID) so that the zombie still pins its process-group id while we
+      // signal the group: after the reap the id could name somebody else's group.
+      absl::StatusOr<unsigned> exited = absl::DeadlineExceededError("deadline");
+      if (phase == Phase::kRunning && !has_deadline) {
+        exited = co_await io::Poll(reactor, child.pidfd(), POLLIN);
+      } else {
+        const absl::Duration left = Since(MonoNow(), deadline);
+        if (left > absl::ZeroDuration()) {
+          exited = co_await io::Poll(reactor, child.pidfd(), POLLIN).WithTimeout(left);
+        }
+      }
+      if (exited.ok()) {
+        if (request.leftovers == LeftoverPolicy::kKill) (void)child.SignalGroup(SIGKILL);
+        HOTRING_CO_ASSIGN_OR_RETURN(std::optional<io::ExitStatus> status, child.TryReap());
+        if (!status.has_value()) continue;  // not yet waitable; poll again
+        result.exit = *status;
+        break;
+      }
+      if (!absl::IsDeadlineExceeded(exited.status())) co_return exited.status();
+      switch (phase) {
+        case Phase::kRunning:
+          LogWarning("%s: still running after %s; sending SIGTERM", output.prefix,
+                     absl::FormatDuration(request.timeout));
+          result.timed_out = true;
+          HOTRING_CO_RETURN_IF_ERROR(child.Signal(SIGTERM));
+          phase = Phase::kTerminating;
+          break;
+        case Phase::kTerminating:
+          LogWarning("%s: still running %s after SIGTERM; sending SIGKILL", output.prefix,
+                     absl::FormatDuration(request.kill_grace));
+          result.killed = true;
+          HOTRING_CO_RETURN_IF_ERROR(child.Signal(SIGKILL));
+          phase = Phase::kKilling;
+          break;
+        case Phase::kKilling:
+          // Only an uninterruptible sleep in the kernel outlives SIGKILL; keep waiting.
+          LogWarning("%s: still not gone %s after SIGKILL", output.prefix,
+                     absl::FormatDuration(request.kill_grace));
+          break;
+      }
+      deadline = MonoNow() + request.kill_grace;
+    }
+    result.duration = Since(start, MonoNow());
+    // Readers are parked in polls (never holding unread data), so cancelling them loses nothing.
+    readers.CancelAll();
+  }
+  // The child is gone, so all it wrote is in the pipes now; take what is there and stop: a
+  // leftover process holding a pipe open must not keep the run from finishing.
+  for (Stream* stream : {&out, &err}) {
+    if (!stream->eof) (void)DrainAvailable(*stream, output, kFinalDrainBytes);
+    if (!stream->eof) result.output_held_open = true;
+    stream->splitter.Finish(
+        [&](absl::string_view line, bool truncated) { output.Line(*stream, line, truncated); });
+  }
+  if (result.output_held_open) {
+    LogNotice("%s: exited, but another process still holds its output open; not waiting for it",
+              output.prefix);
+  }
+  const uint64_t dropped = out.stats.lines_dropped + err.stats.lines_dropped;
+  if (dropped > 0) {
+    LogWarning("%s: %d output lines were not logged (budget %d bytes)", output.prefix, dropped,
+               request.max_log_bytes);
+  }
+  result.stdout_stats = out.stats;
+  result.stderr_stats = err.stats;
+  co_return result;
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,213 @@
+// Spawner: runs external programs (event handlers) as children owned through a pidfd, with
+// stdin on /dev/null, stdout/stderr captured through pipes and logged line by line under a
+// label, every other descriptor closed, a deadline (SIGTERM, then SIGKILL after a grace period,
+// to the child and its process group), and no zombie left behind on any path, including a
+// dropped task.
+#ifndef HOTRING_HOTPLUG_SPAWNER_H_
+#define HOTRING_HOTPLUG_SPAWNER_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/task.h"
+#include "core/unique_fd.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug {
+
+enum class OutputStream { kStdout, kStderr };
+
+// What happens to processes the child leaves in its process group when it exits (a background
+// `sleep 30 &`, a grandchild that still holds the output pipes).
+enum class LeftoverPolicy {
+  kKill,  // SIGKILL the child's process group before reaping it (systemd-udevd's behaviour)
+  kKeep,  // leave them; only the deadline's signals reach them
+};
+
+// One program to run and the limits of the run. Owns its strings.
+struct SpawnRequest {
+  std::string program;             // path passed to execve: no PATH search, no shell
+  std::vector<std::string> argv;   // argv[0] included; empty means {program}
+  std::vector<std::string> envp;   // "KEY=VALUE", the child's whole environment
+  std::string label;               // prefixes every log line, e.g. "SEQNUM=12 DEVPATH=/devices/x"
+  absl::Duration timeout = absl::Seconds(180);  // SIGTERM after this; InfiniteDuration: never
+  absl::Duration kill_grace = absl::Seconds(5); // SIGKILL this long after SIGTERM
+  size_t max_line_bytes = 1024;    // longer lines are cut (and counted as truncated)
+  size_t max_log_bytes = 64 * 1024;  // per run, both streams; later lines are counted, not logged
+  LeftoverPolicy leftovers = LeftoverPolicy::kKill;
+};
+
+// Counters of one output stream of one run.
+struct OutputStats {
+  uint64_t bytes = 0;            // bytes read from the pipe
+  uint64_t lines = 0;            // lines seen (a final line without '\n' counts)
+  uint64_t lines_logged = 0;     // lines handed to the log
+  uint64_t lines_dropped = 0;    // lines seen after the log budget was spent (not logged)
+  uint64_t lines_truncated = 0;  // lines longer than max_line_bytes (logged cut, or dropped)
+};
+
+// How a run ended.
+struct SpawnResult {
+  pid_t pid = 0;
+  io::ExitStatus exit;
+  bool timed_out = false;         // the timeout passed and SIGTERM was sent
+  bool killed = false;            // SIGKILL was sent after the grace period
+  bool output_held_open = false;  // after the child exited, something else still held a pipe
+  absl::Duration duration;        // from spawn to reap
+  OutputStats stdout_stats;
+  OutputStats stderr_stats;
+};
+
+// One line of a child's output, borrowed for the duration of a LineSink call.
+struct OutputLine {
+  OutputStream stream;
+  absl::string_view label;
+  absl::string_view program;
+  pid_t pid;
+  absl::string_view text;  // without the '\n'; at most max_line_bytes
+  bool truncated;
+};
+using LineSink = std::function<void(const OutputLine&)>;
+
+// Splits a byte stream into lines with bounded memory: a line longer than `max_line_bytes` is
+// cut there, and the rest of it is skipped up to the next '\n'. Owns the partial last line.
+class LineSplitter {
+ public:
+  using Callback = absl::FunctionRef<void(absl::string_view line, bool truncated)>;
+  explicit LineSplitter(size_t max_line_bytes) : max_line_bytes_(max_line_bytes) {}
+
+  // Calls `on_line` for every line completed by `data`.
+  void Push(absl::string_view data, Callback on_line);
+  // Calls `on_line` for a pending line without '\n', if any.
+  void Finish(Callback on_line);
+  [[nodiscard]] size_t pending_bytes() const { return partial_.size(); }
+
+ private:
+  void Append(absl::string_view piece);
+  size_t max_line_bytes_;
+  std::string partial_;
+  bool truncated_ = false;  // partial_ was cut; skipping to the next '\n'
+  bool has_partial_ = false;
+};
+
+// Owns one started child: its pidfd, its process group (the child leads a new session), and
+// the parent's ends of its stdout/stderr pipes. Destroying a child that has not been reaped
+// SIGKILLs its process group and reaps it (blocking, which is short: SIGKILL cannot be caught).
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ChildProcess(pid_t pid, UniqueFd pidfd, UniqueFd stdout_read, UniqueFd stderr_read)
+      : pid_(pid), pidfd_(std::move(pidfd)), stdout_(std::move(stdout_read)),
+        stderr_(std::move(stderr_read)) {}
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&& other) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() { KillAndReap(); }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] int pidfd() const { return pidfd_.get(); }
+  [[nodiscard]] bool reaped() const { return reaped_; }
+  // The parent's (non-blocking, close-on-exec) read ends; empty once taken.
+  [[nodiscard]] UniqueFd TakeStdout() { return std::move(stdout_); }
+  [[nodiscard]] UniqueFd TakeStderr() { return std::move(stderr_); }
+
+  // Sends `sig` to the child (pidfd_send_signal) and to its process group. The group is only
+  // signalled while the child is unreaped: its zombie keeps the group id from being reused.
+  absl::Status Signal(int sig);
+  // Sends `sig` to the process group only (leftovers), while the child is unreaped.
+  absl::Status SignalGroup(int sig);
+  // Reaps the child if it has exited (never blocks); nullopt while it runs.
+  absl::StatusOr<std::optional<io::ExitStatus>> TryReap();
+  // Blocks until the child exits, and reaps it. For benchmarks and synchronous callers.
+  absl::StatusOr<io::ExitStatus> WaitBlocking();
+  // SIGKILL to the group and the child, then a blocking reap. No-op once reaped.
+  void KillAndReap();
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd stdout_;
+  UniqueFd stderr_;
+  bool reaped_ = false;
+};
+
+// Starts children and supervises their runs on a reactor. Owns the small stack the
+// vfork-style clone runs the child on, an open /dev/null, and a scratch buffer for draining
+// pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
+// task it returned is finished or destroyed.
+class Spawner {
+ public:
+  // How the child is created (measured costs are in the project's benchmark notes).
+  enum class Method {
+    kAuto,         // kCloneVfork, falling back down this list when the kernel refuses
+    kCloneVfork,   // clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD) on a private stack
+    kClone3Fork,   // clone3(CLONE_PIDFD), a fork that copies the address space
+    kForkPidfdOpen,  // fork() + pidfd_open()
+  };
+
+  struct Options {
+    Method method = Method::kAuto;
+    // Receives every logged line. Empty: stdout lines go to LogInfo, stderr lines to LogWarning,
+    // as "<label> <program>[<pid>]: <text>".
+    LineSink line_sink;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Spawner>> Create(Options options);
+  static absl::StatusOr<std::unique_ptr<Spawner>> Create() { return Create(Options()); }
+  Spawner(const Spawner&) = delete;
+  Spawner& operator=(const Spawner&) = delete;
+  ~Spawner();
+
+  // The method in use (kAuto is resolved at the first spawn).
+  [[nodiscard]] Method method() const { return method_; }
+
+  // Starts `request.program` synchronously (returns once it has exec'd). An exec failure
+  // (missing program, not executable, ...) is returned as the execve errno's Status, with the
+  // failed child already reaped.
+  absl::StatusOr<ChildProcess> Start(const SpawnRequest& request);
+
+  // Starts the program and supervises it until it has been reaped: logs its output, enforces
+  // the timeout, and returns how it ended. Takes the request by value because the task is lazy
+  // (a reference could dangle before it starts). Destroying the task kills the child's process
+  // group and reaps it.
+  Task<absl::StatusOr<SpawnResult>> Run(io::Reactor& reactor, SpawnRequest request);
+
+ private:
+  struct Stream;
+  struct RunOutput;
+  class ChildStack;
+
+  Spawner(Options options, UniqueFd dev_null, std::unique_ptr<ChildStack> stack);
+  // `unsupported` is set when the kernel (or a seccomp filter) refuses the method itself.
+  absl::StatusOr<ChildProcess> StartWith(Method method, const SpawnRequest& request,
+                                         bool& unsupported);
+  Task<void> ReadStream(io::Reactor& reactor, Stream& stream, RunOutput& output);
+  // Reads what the pipe holds now, up to `limit` bytes; true at end of file.
+  bool DrainAvailable(Stream& stream, RunOutput& output, size_t limit);
+
+  Options options_;
+  Method method_;
+  UniqueFd dev_null_;
+  std::unique_ptr<ChildStack> stack_;
+  std::vector<char> scratch_;
+};
+
+[[nodiscard]] absl::string_view MethodName(Spawner::Method method);
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_SPAWNER_H_
