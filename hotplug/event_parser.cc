@@ -1,0 +1,284 @@
+#include "hotplug/event_parser.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace hotring::hotplug {
+namespace {
+
+constexpr absl::string_view kLibudevPrefix("libudev\0", 8);
+
+// Key bytes: printable ASCII without space and '='. Environment keys that a shell or execve
+// consumer could misread (spaces, control bytes, '=') never reach a handler.
+bool IsKeyByte(char c) { return c > ' ' && c < 0x7f && c != '='; }
+
+bool IsActionByte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+absl::Status ValidateKey(absl::string_view key) {
+  if (key.empty()) return DropError(DropReason::kBadVariable, "empty key");
+  for (const char c : key) {
+    if (c == '\0') {
+      return DropError(DropReason::kBadVariable, absl::StrCat("NUL inside key ", QuoteForLog(key)));
+    }
+    if (!IsKeyByte(c)) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("key ", QuoteForLog(key),
+                                    " contains '=', a space, a control or a non-ASCII byte"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDevpath(absl::string_view devpath) {
+  if (devpath.empty() || devpath.front() != '/') {
+    return DropError(DropReason::kBadDevpath,
+                     absl::StrCat("DEVPATH ", QuoteForLog(devpath), " does not start with '/'"));
+  }
+  if (devpath.size() == 1 || devpath.back() == '/') {
+    return DropError(DropReason::kBadDevpath,
+                     absl::StrCat("DEVPATH ", QuoteForLog(devpath), " ends with '/'"));
+  }
+  // Components between slashes: none empty, none "." or "..".
+  size_t start = 1;
+  while (start <= devpath.size()) {
+    size_t end = devpath.find('/', start);
+    if (end == absl::string_view::npos) end = devpath.size();
+    const absl::string_view part = devpath.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      return DropError(DropReason::kBadDevpath,
+                       absl::StrCat("DEVPATH ", QuoteForLog(devpath),
+                                    " has an empty, '.' or '..' component"));
+    }
+    start = end + 1;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeviceNumber(absl::string_view key, absl::string_view value) {
+  const std::optional<uint64_t> n = ParseDecimalU64(value);
+  if (!n.has_value() || *n > std::numeric_limits<uint32_t>::max()) {
+    return DropError(DropReason::kBadVariable,
+                     absl::StrCat(key, " ", QuoteForLog(value), " is not a decimal 32-bit number"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<uint64_t> ParseDecimalU64(absl::string_view text) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
+  if (env.size() > kMaxEventVariables) {
+    return DropError(DropReason::kTooManyVariables,
+                     absl::StrCat(env.size(), " variables, at most ", kMaxEventVariables));
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < env.size(); ++i) {
+    const auto& [key, value] = env[i];
+    if (absl::Status s = ValidateKey(key); !s.ok()) return s;
+    if (value.find('\0') != std::string::npos) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("NUL inside the value of ", QuoteForLog(key)));
+    }
+    // At most 64 variables: the quadratic scan costs less than hashing them.
+    for (size_t j = 0; j < i; ++j) {
+      if (env[j].first == key) {
+        return DropError(DropReason::kBadVariable,
+                         absl::StrCat("key ", QuoteForLog(key), " appears twice"));
+      }
+    }
+    bytes += key.size() + value.size() + 2;  // "KEY=VALUE\0"
+  }
+  if (bytes > kMaxEventEnvBytes) {
+    return DropError(DropReason::kOversize,
+                     absl::StrCat("env of ", bytes, " bytes, at most ", kMaxEventEnvBytes));
+  }
+
+  Event event;
+  event.source = source;
+  bool has_action = false;
+  bool has_devpath = false;
+  for (const auto& [key, value] : env) {
+    // Dispatch on the first byte so the common unnamed variables cost one comparison.
+    switch (key.front()) {
+      case 'A':
+        if (key == "ACTION") {
+          has_action = true;
+          event.action = value;
+        }
+        break;
+      case 'D':
+        if (key == "DEVPATH") {
+          has_devpath = true;
+          event.devpath = value;
+        } else if (key == "DEVNAME") {
+          event.devname = value;
+        }
+        break;
+      case 'S':
+        if (key == "SUBSYSTEM") {
+          event.subsystem = value;
+        } else if (key == "SEQNUM") {
+          event.seqnum = ParseDecimalU64(value);
+          if (!event.seqnum.has_value()) {
+            return DropError(DropReason::kBadSeqnum,
+                             absl::StrCat("SEQNUM ", QuoteForLog(value),
+                                          " is not a decimal number that fits 64 bits"));
+          }
+        }
+        break;
+      case 'M':
+        if (key == "MAJOR") {
+          if (absl::Status s = ValidateDeviceNumber(key, value); !s.ok()) return s;
+          event.major = value;
+        } else if (key == "MINOR") {
+          if (absl::Status s = ValidateDeviceNumber(key, value); !s.ok()) return s;
+          event.minor = value;
+        } else if (key == "MODALIAS") {
+          event.modalias = value;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (!has_action) return DropError(DropReason::kBadAction, "ACTION missing");
+  if (event.action.empty()) return DropError(DropReason::kBadAction, "ACTION empty");
+  for (const char c : event.action) {
+    if (!IsActionByte(c)) {
+      return DropError(DropReason::kBadAction,
+                       absl::StrCat("ACTION ", QuoteForLog(event.action),
+                                    " has a byte outside [A-Za-z0-9_-]"));
+    }
+  }
+  if (!has_devpath) return DropError(DropReason::kBadDevpath, "DEVPATH missing");
+  if (absl::Status s = ValidateDevpath(event.devpath); !s.ok()) return s;
+  event.env = std::move(env);
+  return event;
+}
+
+absl::StatusOr<Event> ParseKernelUevent(absl::string_view datagram) {
+  if (datagram.empty()) return DropError(DropReason::kTruncated, "empty datagram");
+  if (datagram.substr(0, kLibudevPrefix.size()) == kLibudevPrefix) {
+    return DropError(DropReason::kLibudevHeader,
+                     "libudev monitor message, not a kernel uevent");
+  }
+  if (datagram.size() > kMaxDatagramBytes) {
+    return DropError(DropReason::kOversize, absl::StrCat("datagram of ", datagram.size(),
+                                                         " bytes, at most ", kMaxDatagramBytes));
+  }
+  const size_t header_end = datagram.find('\0');
+  if (header_end == absl::string_view::npos) {
+    return DropError(DropReason::kTruncated,
+                     absl::StrCat("header ", QuoteForLog(datagram), " is not NUL-terminated"));
+  }
+  const absl::string_view header = datagram.substr(0, header_end);
+  const size_t at = header.find('@');
+  if (at == absl::string_view::npos) {
+    return DropError(DropReason::kBadHeader,
+                     absl::StrCat("header ", QuoteForLog(header), " has no '@'"));
+  }
+  const absl::string_view header_action = header.substr(0, at);
+  const absl::string_view header_devpath = header.substr(at + 1);
+  if (header_action.empty()) {
+    return DropError(DropReason::kBadHeader,
+                     absl::StrCat("header ", QuoteForLog(header), " has an empty action"));
+  }
+  if (header_devpath.empty() || header_devpath.front() != '/') {
+    return DropError(DropReason::kBadHeader,
+                     absl::StrCat("header ", QuoteForLog(header), " has no '@/'"));
+  }
+
+  absl::string_view block = datagram.substr(header_end + 1);
+  if (block.size() > kMaxKernelEnvBytes) {
+    return DropError(DropReason::kOversize, absl::StrCat("env block of ", block.size(),
+                                                         " bytes, at most ", kMaxKernelEnvBytes));
+  }
+  if (!block.empty() && block.back() != '\0') {
+    const size_t last = block.rfind('\0');
+    const absl::string_view tail = last == absl::string_view::npos ? block : block.substr(last + 1);
+    return DropError(DropReason::kTruncated,
+                     absl::StrCat("last variable ", QuoteForLog(tail), " is not NUL-terminated"));
+  }
+
+  EnvVars env;
+  env.reserve(16);
+  size_t offset = header_end + 1;
+  while (!block.empty()) {
+    const size_t end = block.find('\0');  // found: the block ends with NUL
+    absl::string_view entry = block.substr(0, end);
+    block.remove_prefix(end + 1);
+    if (entry.empty()) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("empty variable (NUL inside the env block at offset ", offset,
+                                    ")"));
+    }
+    offset += end + 1;
+    if (env.size() == kMaxEventVariables) {
+      return DropError(DropReason::kTooManyVariables,
+                       absl::StrCat("more than ", kMaxEventVariables, " variables"));
+    }
+    if (const size_t nl = entry.find_first_of("\n\r"); nl != absl::string_view::npos) {
+      entry = entry.substr(0, nl);
+    }
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("variable ", QuoteForLog(entry), " has no '='"));
+    }
+    if (eq == 0) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("variable ", QuoteForLog(entry), " has an empty key"));
+    }
+    env.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+
+  absl::StatusOr<Event> event = EventFromEnv(std::move(env), EventSource::kKernel);
+  if (!event.ok()) return event;
+  if (event->action != header_action) {
+    return DropError(DropReason::kHeaderMismatch,
+                     absl::StrCat("header action ", QuoteForLog(header_action), " but ACTION ",
+                                  QuoteForLog(event->action)));
+  }
+  if (event->devpath != header_devpath) {
+    return DropError(DropReason::kHeaderMismatch,
+                     absl::StrCat("header devpath ", QuoteForLog(header_devpath), " but DEVPATH ",
+                                  QuoteForLog(event->devpath)));
+  }
+  return event;
+}
+
+std::string EncodeKernelUevent(const Event& event) {
+  size_t size = event.action.size() + event.devpath.size() + 2;
+  for (const auto& [key, value] : event.env) size += key.size() + value.size() + 2;
+  std::string out;
+  out.reserve(size);
+  absl::StrAppend(&out, event.action, "@", event.devpath);
+  out.push_back('\0');
+  for (const auto& [key, value] : event.env) {
+    absl::StrAppend(&out, key, "=", value);
+    out.push_back('\0');
+  }
+  return out;
+}
+
+}  // namespace hotring::hotplug
