@@ -1,0 +1,26 @@
+#!/bin/sh
+# Builds hotring and runs every test twice: the normal build and the address+undefined
+# sanitizer build. Prints one closing line "tests: N passed, N failed" (GoogleTest cases).
+set -u
+cd "$(dirname "$0")/.."
+status=0
+bazel build //:hotring || exit 1
+file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; status=1; }
+bazel test //... || status=1
+passed=0
+failed=0
+count() {
+  # Each test.xml lists one <testcase> per GoogleTest case and one <failure> per failed one.
+  for xml in $(find -L "$(bazel info bazel-testlogs 2>/dev/null)/" -name test.xml 2>/dev/null); do
+    c=$(grep -o '<testcase ' "$xml" | wc -l)
+    f=$(grep -c '<failure' "$xml")
+    passed=$((passed + c - f))
+    failed=$((failed + f))
+  done
+}
+count
+bazel test --config=asan //... || status=1
+count
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] || status=1
+exit $status
