@@ -23,7 +23,9 @@ bool IsActionByte(char c) {
          c == '-';
 }
 
-absl::Status ValidateKey(absl::string_view key) {
+}  // namespace
+
+absl::Status ValidateEnvKey(absl::string_view key) {
   if (key.empty()) return DropError(DropReason::kBadVariable, "empty key");
   for (const char c : key) {
     if (c == '\0') {
@@ -37,6 +39,8 @@ absl::Status ValidateKey(absl::string_view key) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status ValidateDevpath(absl::string_view devpath) {
   if (devpath.empty() || devpath.front() != '/') {
@@ -94,7 +98,7 @@ absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
   size_t bytes = 0;
   for (size_t i = 0; i < env.size(); ++i) {
     const auto& [key, value] = env[i];
-    if (absl::Status s = ValidateKey(key); !s.ok()) return s;
+    if (absl::Status s = ValidateEnvKey(key); !s.ok()) return s;
     if (value.find('\0') != std::string::npos) {
       return DropError(DropReason::kBadVariable,
                        absl::StrCat("NUL inside the value of ", QuoteForLog(key)));

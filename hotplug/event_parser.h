@@ -73,6 +73,10 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 // can be pointed outside /sys with "..".
 [[nodiscard]] absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source);
 
+// One key's rules from EventFromEnv (non-empty; printable ASCII without space, '=' or NUL), as
+// a bad_variable DropError. Shared with the wire parser.
+[[nodiscard]] absl::Status ValidateEnvKey(absl::string_view key);
+
 // Strict decimal parse: 1-20 ASCII digits, no sign, no space, no overflow. nullopt otherwise.
 [[nodiscard]] std::optional<uint64_t> ParseDecimalU64(absl::string_view text);
 
