@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -207,6 +206,13 @@ absl::Status CheckNoNul(absl::string_view what, absl::string_view text) {
 
 int SendSignal(int pidfd, int sig) {
   return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+// `now + d`, or nullopt for "never" (InfiniteDuration, or so far off that the clock would
+// overflow). A zero or negative `d` is a deadline that has already passed.
+std::optional<MonoTime> DeadlineAfter(MonoTime now, absl::Duration d) {
+  if (d >= absl::Hours(24 * 365 * 100)) return std::nullopt;
+  return now + d;
 }
 
 absl::string_view BaseName(absl::string_view path) {
@@ -557,7 +563,7 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
         if (pid == 0) ChildMain(&args);
         clone_errno = errno;
         if (pid > 0) {
-          pidfd = ::pidfd_open(pid, 0);
+          pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
           if (pidfd < 0) {
             // Without a pidfd we cannot supervise it: end it now.
             const int err = errno;
@@ -666,17 +672,16 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
 
     enum class Phase { kRunning, kTerminating, kKilling };
     Phase phase = Phase::kRunning;
-    const bool has_deadline = request.timeout != absl::InfiniteDuration();
-    MonoTime deadline = has_deadline ? start + request.timeout : MonoTime::max();
+    std::optional<MonoTime> deadline = DeadlineAfter(start, request.timeout);
     for (;;) {
       // The pidfd polls readable once the child is a zombie. We reap it ourselves (rather than
       // with IORING_OP_WAITID) so that the zombie still pins its process-group id while we
       // signal the group: after the reap the id could name somebody else's group.
       absl::StatusOr<unsigned> exited = absl::DeadlineExceededError("deadline");
-      if (phase == Phase::kRunning && !has_deadline) {
+      if (!deadline.has_value()) {
         exited = co_await io::Poll(reactor, child.pidfd(), POLLIN);
       } else {
-        const absl::Duration left = Since(MonoNow(), deadline);
+        const absl::Duration left = Since(MonoNow(), *deadline);
         if (left > absl::ZeroDuration()) {
           exited = co_await io::Poll(reactor, child.pidfd(), POLLIN).WithTimeout(left);
         }
@@ -710,7 +715,7 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
                      absl::FormatDuration(request.kill_grace));
           break;
       }
-      deadline = MonoNow() + request.kill_grace;
+      deadline = DeadlineAfter(MonoNow(), request.kill_grace);
     }
     result.duration = Since(start, MonoNow());
     // Readers are parked in polls (never holding unread data), so cancelling them loses nothing.
@@ -735,6 +740,8 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
   }
   result.stdout_stats = out.stats;
   result.stderr_stats = err.stats;
+  LogDebug("%s: %s %d after %s", output.prefix, result.exit.exited ? "exited with" : "killed by",
+           result.exit.code, absl::FormatDuration(result.duration));
   co_return result;
 }
 

@@ -43,8 +43,8 @@ struct SpawnRequest {
   std::vector<std::string> argv;   // argv[0] included; empty means {program}
   std::vector<std::string> envp;   // "KEY=VALUE", the child's whole environment
   std::string label;               // prefixes every log line, e.g. "SEQNUM=12 DEVPATH=/devices/x"
-  absl::Duration timeout = absl::Seconds(180);  // SIGTERM after this; InfiniteDuration: never
-  absl::Duration kill_grace = absl::Seconds(5); // SIGKILL this long after SIGTERM
+  absl::Duration timeout = absl::Seconds(180);   // SIGTERM after this; InfiniteDuration: never
+  absl::Duration kill_grace = absl::Seconds(5);  // then SIGKILL after this; Infinite: never
   size_t max_line_bytes = 1024;    // longer lines are cut (and counted as truncated)
   size_t max_log_bytes = 64 * 1024;  // per run, both streams; later lines are counted, not logged
   LeftoverPolicy leftovers = LeftoverPolicy::kKill;

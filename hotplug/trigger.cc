@@ -1,0 +1,298 @@
+#include "hotplug/trigger.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/unique_fd.h"
+
+namespace hotring::hotplug {
+namespace {
+
+// The actions the kernel accepts in a uevent file (lib/kobject_uevent.c kobject_actions).
+constexpr absl::string_view kActions[] = {"add",     "remove", "change", "move",
+                                          "online",  "offline", "bind",  "unbind"};
+
+// Redraw the progress line every this many writes (a terminal redraw per device would cost
+// more than the write itself).
+constexpr size_t kProgressEvery = 64;
+
+absl::Status BadArgument(absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("trigger: ", message));
+}
+
+bool IsAction(absl::string_view action) {
+  for (const absl::string_view known : kActions) {
+    if (action == known) return true;
+  }
+  return false;
+}
+
+// Splits "--name=value" into name and value; a plain "--name" has no value.
+struct Token {
+  std::string name;
+  std::optional<std::string> inline_value;
+};
+
+Token SplitToken(const std::string& arg) {
+  if (absl::StartsWith(arg, "--")) {
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) return Token{arg.substr(0, eq), arg.substr(eq + 1)};
+  }
+  return Token{arg, std::nullopt};
+}
+
+std::string CanonicalOption(const std::string& name) {
+  static const std::pair<const char*, const char*> kShort[] = {
+      {"-c", "--action"},           {"-t", "--type"},         {"-s", "--subsystem-match"},
+      {"-S", "--subsystem-nomatch"}, {"-y", "--sysname-match"}, {"-a", "--attr-match"},
+      {"-n", "--dry-run"},          {"-v", "--verbose"},      {"-w", "--settle"},
+      {"-h", "--help"}};
+  for (const auto& [short_name, long_name] : kShort) {
+    if (name == short_name) return long_name;
+  }
+  return name;
+}
+
+// Writes `action` into the uevent file at `path`; returns 0 or the errno.
+int WriteAction(const std::string& path, absl::string_view action) {
+  // O_TRUNC so a fake tree of regular files reads back exactly the action; sysfs ignores it.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  for (;;) {
+    const ssize_t n = ::write(fd.get(), action.data(), action.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    // sysfs takes a store in one call; anything shorter did not trigger.
+    if (static_cast<size_t>(n) != action.size()) return EIO;
+    return 0;
+  }
+}
+
+}  // namespace
+
+bool IsHelpRequest(const absl::Status& status) { return absl::IsCancelled(status); }
+
+std::string TriggerUsage() {
+  return "usage: hotring trigger [options]\n"
+         "Writes ACTION into each sysfs object's uevent file so the kernel re-sends its uevent\n"
+         "(subsystems first, then devices, parents before children).\n"
+         "\n"
+         "  --sysfs-root DIR            sysfs to walk (default /sys)\n"
+         "  -c, --action ACTION         add, remove, change (default), move, online, offline,\n"
+         "                              bind, unbind\n"
+         "  -t, --type TYPE             all (default), devices or subsystems\n"
+         "  -s, --subsystem-match GLOB  only these subsystems (repeatable)\n"
+         "  -S, --subsystem-nomatch GLOB  not these subsystems (repeatable)\n"
+         "  -y, --sysname-match GLOB    only objects whose name matches (repeatable)\n"
+         "  -a, --attr-match ATTR[=GLOB]  only objects with this attribute (and value)\n"
+         "  -n, --dry-run               print what would be written, write nothing\n"
+         "  -v, --verbose               print each uevent file as it is written\n"
+         "  -w, --settle                then wait until the daemon has handled everything\n"
+         "      --timeout SECONDS       with --settle: give up after this long (default 120)\n"
+         "  -h, --help                  this text\n";
+}
+
+absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& args) {
+  TriggerOptions options;
+  bool timeout_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Token token = SplitToken(args[i]);
+    const std::string name = CanonicalOption(token.name);
+    const bool takes_value =
+        name == "--sysfs-root" || name == "--action" || name == "--type" ||
+        name == "--subsystem-match" || name == "--subsystem-nomatch" ||
+        name == "--sysname-match" || name == "--attr-match" || name == "--timeout";
+    std::string value;
+    if (takes_value) {
+      if (token.inline_value.has_value()) {
+        value = *token.inline_value;
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return BadArgument(absl::StrCat(name, " needs a value"));
+      }
+      if (value.empty()) return BadArgument(absl::StrCat(name, " needs a non-empty value"));
+    } else if (token.inline_value.has_value()) {
+      return BadArgument(absl::StrCat(name, " takes no value"));
+    }
+
+    if (name == "--help") {
+      return absl::CancelledError("help requested");
+    } else if (name == "--sysfs-root") {
+      options.sysfs_root = value;
+    } else if (name == "--action") {
+      if (!IsAction(value)) {
+        return BadArgument(absl::StrCat("unknown action '", value,
+                                        "' (one of: ", absl::StrJoin(kActions, ", "), ")"));
+      }
+      options.action = value;
+    } else if (name == "--type") {
+      if (value == "all") {
+        options.filter.subsystems = options.filter.devices = true;
+      } else if (value == "devices") {
+        options.filter.subsystems = false;
+        options.filter.devices = true;
+      } else if (value == "subsystems") {
+        options.filter.subsystems = true;
+        options.filter.devices = false;
+      } else {
+        return BadArgument(
+            absl::StrCat("unknown type '", value, "' (one of: all, devices, subsystems)"));
+      }
+    } else if (name == "--subsystem-match") {
+      options.filter.subsystem_match.push_back(value);
+    } else if (name == "--subsystem-nomatch") {
+      options.filter.subsystem_nomatch.push_back(value);
+    } else if (name == "--sysname-match") {
+      options.filter.sysname_match.push_back(value);
+    } else if (name == "--attr-match") {
+      SysfsFilter::Attribute attribute;
+      const size_t eq = value.find('=');
+      attribute.name = value.substr(0, eq);
+      if (eq != std::string::npos) attribute.value = value.substr(eq + 1);
+      if (attribute.name.empty() || absl::StartsWith(attribute.name, "/") ||
+          attribute.name == ".." || absl::StartsWith(attribute.name, "../") ||
+          absl::StrContains(attribute.name, "/../") || absl::EndsWith(attribute.name, "/..")) {
+        return BadArgument(absl::StrCat("bad --attr-match '", value,
+                                        "': want ATTR or ATTR=GLOB, ATTR inside the object"));
+      }
+      options.filter.attr_match.push_back(std::move(attribute));
+    } else if (name == "--timeout") {
+      double seconds = 0;
+      if (!absl::SimpleAtod(value, &seconds) || !(seconds >= 0) || seconds > 1e9) {
+        return BadArgument(absl::StrCat("bad --timeout '", value, "': want seconds >= 0"));
+      }
+      options.settle_timeout = absl::Seconds(seconds);
+      timeout_given = true;
+    } else if (name == "--dry-run") {
+      options.dry_run = true;
+    } else if (name == "--verbose") {
+      options.verbose = true;
+    } else if (name == "--settle") {
+      options.settle = true;
+    } else if (absl::StartsWith(name, "-")) {
+      return BadArgument(absl::StrCat("unknown option '", args[i], "'"));
+    } else {
+      return BadArgument(absl::StrCat("unexpected argument '", args[i], "'"));
+    }
+  }
+  if (timeout_given && !options.settle) return BadArgument("--timeout needs --settle");
+  return options;
+}
+
+absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
+                                      const TriggerEnvironment& env) {
+  absl::StatusOr<SysfsScan> scan = ScanSysfs(options.sysfs_root, options.filter);
+  if (!scan.ok()) return scan.status();
+  TriggerReport report;
+  report.vanished = scan->vanished;
+  for (const SysfsProblem& problem : scan->problems) {
+    std::fprintf(env.err, "hotring trigger: cannot read %s: %s\n", problem.path.c_str(),
+                 std::string(problem.status.message()).c_str());
+    ++report.failed;
+    ++report.failure_reasons["unreadable"];
+  }
+  const bool progress = env.progress.has_value() ? *env.progress : ::isatty(::fileno(env.out)) != 0;
+  const bool draw_progress = progress && !options.verbose && !options.dry_run;
+  const size_t total = scan->entries.size();
+  size_t done = 0;
+  for (const SysfsEntry& entry : scan->entries) {
+    const std::string path = UeventPath(options.sysfs_root, entry);
+    ++done;
+    if (options.dry_run) {
+      std::fprintf(env.out, "%s -> %s\n", options.action.c_str(), path.c_str());
+      ++report.triggered;
+      report.written.push_back(path);
+      continue;
+    }
+    const int err = WriteAction(path, options.action);
+    if (err == 0) {
+      ++report.triggered;
+      report.written.push_back(path);
+      if (options.verbose) std::fprintf(env.out, "%s\n", path.c_str());
+    } else if (IsVanishedErrno(err)) {
+      ++report.vanished;
+      if (options.verbose) std::fprintf(env.out, "%s: vanished\n", path.c_str());
+    } else {
+      ++report.failed;
+      ++report.failure_reasons[std::strerror(err)];
+      if (draw_progress) std::fputs("\r\033[K", env.out);
+      std::fflush(env.out);
+      std::fprintf(env.err, "hotring trigger: %s: %s\n", path.c_str(), std::strerror(err));
+    }
+    if (draw_progress && (done % kProgressEvery == 0 || done == total)) {
+      std::fprintf(env.out, "\r\033[Ktriggering %zu/%zu %s", done, total, entry.devpath.c_str());
+      std::fflush(env.out);
+    }
+  }
+  if (draw_progress && total > 0) std::fputs("\r\033[K", env.out);
+  return report;
+}
+
+std::string FormatTriggerSummary(const TriggerReport& report, bool dry_run) {
+  if (dry_run) return absl::StrCat(report.triggered, " would be triggered (dry run)");
+  std::string line = absl::StrCat(report.triggered, " triggered, ", report.failed, " failed");
+  if (!report.failure_reasons.empty()) {
+    std::vector<std::string> reasons;
+    for (const auto& [reason, count] : report.failure_reasons) {
+      reasons.push_back(absl::StrCat(reason, ": ", count));
+    }
+    absl::StrAppend(&line, " (", absl::StrJoin(reasons, ", "), ")");
+  }
+  if (report.vanished > 0) absl::StrAppend(&line, ", ", report.vanished, " vanished");
+  return line;
+}
+
+int RunTrigger(const std::vector<std::string>& args) {
+  return RunTrigger(args, TriggerEnvironment());
+}
+
+int RunTrigger(const std::vector<std::string>& args, const TriggerEnvironment& env) {
+  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
+  if (!options.ok()) {
+    if (IsHelpRequest(options.status())) {
+      std::fputs(TriggerUsage().c_str(), env.out);
+      return 0;
+    }
+    std::fprintf(env.err, "hotring %s\n%s", std::string(options.status().message()).c_str(),
+                 TriggerUsage().c_str());
+    return 2;
+  }
+  if (options->settle && !env.settle) {
+    std::fprintf(env.err,
+                 "hotring trigger: --settle is not available here (no connection to the daemon); "
+                 "run `hotring settle` afterwards\n");
+    return 2;
+  }
+  absl::StatusOr<TriggerReport> report = Trigger(*options, env);
+  if (!report.ok()) {
+    std::fprintf(env.err, "hotring trigger: %s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(env.out, "%s\n", FormatTriggerSummary(*report, options->dry_run).c_str());
+  std::fflush(env.out);
+  int code = report->failed > 0 ? 1 : 0;
+  if (options->settle && !options->dry_run) {
+    const absl::Status settled = env.settle(options->settle_timeout);
+    if (!settled.ok()) {
+      const std::string why =
+          absl::IsDeadlineExceeded(settled)
+              ? absl::StrCat("timed out after ", absl::FormatDuration(options->settle_timeout))
+              : settled.ToString();
+      std::fprintf(env.err, "hotring trigger: settle: %s\n", why.c_str());
+      code = 1;
+    }
+  }
+  return code;
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,98 @@
+// `hotring trigger`: coldplug. Asks the kernel to re-send uevents for devices that already
+// exist by writing an action into each object's `uevent` file, in udevadm trigger's order
+// (subsystems, then devices with parents before children; see sysfs.h).
+//
+//   hotring trigger [--sysfs-root DIR] [--action ACTION] [--type all|devices|subsystems]
+//                   [--subsystem-match GLOB]... [--subsystem-nomatch GLOB]...
+//                   [--sysname-match GLOB]... [--attr-match ATTR[=GLOB]]...
+//                   [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
+//
+// Output: with --verbose each uevent file as it is written; with --dry-run each write it would
+// do ("ACTION -> PATH"); every failure on stderr; then one summary line on stdout:
+//   "N triggered, M failed (REASON: COUNT, ...), V vanished"
+// (the failure and vanished parts only when non-zero). On a terminal, and without --verbose, a
+// progress line is redrawn while writing. A device that disappears before it could be
+// triggered is counted as vanished, not failed: there is nothing left to trigger, as udevadm
+// sees it.
+//
+// Exit code: 0 when every write succeeded (and, with --settle, the daemon settled); 1 when a
+// write failed, sysfs could not be walked, or settling failed or timed out; 2 for bad
+// arguments (nothing is written).
+#ifndef HOTRING_HOTPLUG_TRIGGER_H_
+#define HOTRING_HOTPLUG_TRIGGER_H_
+
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hotplug/sysfs.h"
+
+namespace hotring::hotplug {
+
+inline constexpr absl::Duration kDefaultSettleTimeout = absl::Seconds(120);
+
+// Waits until the daemon has nothing queued, held or running, as `hotring settle` does.
+// Returns OK once settled, DeadlineExceeded when `timeout` passed first, or another error when
+// the daemon could not be asked. Supplied by the CLI layer, which knows the daemon's socket.
+using SettleFn = std::function<absl::Status(absl::Duration timeout)>;
+
+struct TriggerOptions {
+  std::string sysfs_root = std::string(kDefaultSysfsRoot);
+  std::string action = "change";
+  SysfsFilter filter;  // --type, --subsystem-match/-nomatch, --sysname-match, --attr-match
+  bool dry_run = false;
+  bool verbose = false;
+  bool settle = false;
+  absl::Duration settle_timeout = kDefaultSettleTimeout;
+};
+
+// Parses the arguments after `trigger` (`--opt VALUE` or `--opt=VALUE`; udevadm's short forms
+// -c -t -s -S -y -a -n -v -w too). InvalidArgument with a one-line message for an unknown
+// option, a missing or bad value, an unknown action, or a positional argument. --help/-h
+// yields a status for which IsHelpRequest() is true (RunTrigger prints the usage, exit 0).
+absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& args);
+// True for the status ParseTriggerArgs returns on --help / -h.
+[[nodiscard]] bool IsHelpRequest(const absl::Status& status);
+[[nodiscard]] std::string TriggerUsage();
+
+// What a run did.
+struct TriggerReport {
+  size_t triggered = 0;  // written (in a dry run: would have been)
+  size_t failed = 0;     // write failed, or the object could not be read while walking
+  size_t vanished = 0;   // gone between listing and writing
+  std::map<std::string, size_t> failure_reasons;  // strerror text (or "unreadable") -> count
+  std::vector<std::string> written;               // uevent paths, in write order
+};
+
+// Where a run prints, and the daemon hook for --settle.
+struct TriggerEnvironment {
+  FILE* out = stdout;
+  FILE* err = stderr;
+  SettleFn settle;  // empty: --settle is refused as a bad argument
+  // Redraw a progress line; default: when `out` is a terminal.
+  std::optional<bool> progress;
+};
+
+// Walks and writes (or, with dry_run, only prints). An error only when sysfs cannot be walked
+// at all; individual failures are counted in the report and printed on env.err.
+absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
+                                      const TriggerEnvironment& env);
+
+// "N triggered, M failed (reason: count, ...), V vanished" (dry run: "N would be triggered").
+[[nodiscard]] std::string FormatTriggerSummary(const TriggerReport& report, bool dry_run);
+
+// `hotring trigger ARGS` with stdout/stderr and no daemon hook (--settle is refused).
+int RunTrigger(const std::vector<std::string>& args);
+// The same with explicit output streams and --settle hook; returns the exit code.
+int RunTrigger(const std::vector<std::string>& args, const TriggerEnvironment& env);
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_TRIGGER_H_

@@ -1,0 +1,364 @@
+#include "hotplug/trigger.h"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/unique_fd.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "testing/fake_sysfs.h"
+
+namespace hotring::hotplug {
+namespace {
+
+using ::hotring::testing::FakeSysfs;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr absl::string_view kPci = "/devices/pci0000:00";
+constexpr absl::string_view kAhci = "/devices/pci0000:00/0000:00:1f.2";
+constexpr absl::string_view kSda = "/devices/pci0000:00/0000:00:1f.2/ata1/host0/block/sda";
+constexpr absl::string_view kSda1 = "/devices/pci0000:00/0000:00:1f.2/ata1/host0/block/sda/sda1";
+constexpr absl::string_view kUsb1 = "/devices/pci0000:00/0000:00:14.0/usb1";
+constexpr absl::string_view kInput = "/devices/pci0000:00/0000:00:14.0/usb1/1-1/input/input3";
+constexpr absl::string_view kTtyS0 = "/devices/platform/serial8250/tty/ttyS0";
+
+// Every object of the fake machine, in the order trigger must write them.
+const std::vector<std::string>& AllInOrder() {
+  static const auto* const order = new std::vector<std::string>{
+      "/bus/pci",  "/bus/pci/drivers/ahci", "/bus/usb",     "/bus/usb/drivers/hub",
+      "/module/ahci", "/module/usbcore",    std::string(kPci), std::string(kUsb1),
+      std::string(kInput), std::string(kAhci), std::string(kSda), std::string(kSda1),
+      std::string(kTtyS0)};
+  return *order;
+}
+
+constexpr absl::string_view kOriginal = "ORIGINAL=1\n";
+
+FakeSysfs MakeMachine() {
+  absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
+  EXPECT_TRUE(sys.ok()) << sys.status();
+  const std::vector<FakeSysfs::Device> devices = {
+      {.devpath = std::string(kSda1), .subsystem = "block"},
+      {.devpath = std::string(kSda), .subsystem = "block",
+       .attributes = {{"removable", "0\n"}}},
+      {.devpath = std::string(kTtyS0), .subsystem = "tty"},
+      {.devpath = std::string(kInput), .subsystem = "input"},
+      {.devpath = std::string(kUsb1), .subsystem = "usb", .kind = FakeSysfs::Kind::kBus},
+      {.devpath = std::string(kAhci), .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+       .attributes = {{"vendor", "0x8086\n"}}},
+      {.devpath = std::string(kPci), .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+       .attributes = {{"vendor", "0x1022\n"}}},
+  };
+  for (const FakeSysfs::Device& device : devices) {
+    EXPECT_TRUE(sys->AddDevice(device).ok()) << device.devpath;
+  }
+  EXPECT_TRUE(sys->AddModule("usbcore").ok());
+  EXPECT_TRUE(sys->AddModule("ahci").ok());
+  EXPECT_TRUE(sys->AddDriver("pci", "ahci").ok());
+  EXPECT_TRUE(sys->AddDriver("usb", "hub").ok());
+  // A recognisable content in every uevent file, so an untouched file can be told apart.
+  for (const std::string& path : AllInOrder()) {
+    EXPECT_TRUE(sys->WriteFile(absl::StrCat(path.substr(1), "/uevent"), kOriginal).ok());
+  }
+  return std::move(*sys);
+}
+
+// Captures what RunTrigger prints.
+class Output {
+ public:
+  Output() : file_(::open_memstream(&data_, &size_)) {}
+  ~Output() {
+    if (file_ != nullptr) std::fclose(file_);
+    std::free(data_);
+  }
+  FILE* file() { return file_; }
+  std::string Take() {
+    std::fclose(file_);
+    file_ = nullptr;
+    return std::string(data_, size_);
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  FILE* file_;
+};
+
+struct RunResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+RunResult Trigger(const std::vector<std::string>& args, SettleFn settle = nullptr,
+            std::optional<bool> progress = std::nullopt) {
+  Output out;
+  Output err;
+  TriggerEnvironment env;
+  env.out = out.file();
+  env.err = err.file();
+  env.settle = std::move(settle);
+  env.progress = progress;
+  const int code = RunTrigger(args, env);
+  return RunResult{code, out.Take(), err.Take()};
+}
+
+// Records, through inotify, the order in which uevent files are closed after writing: what
+// really happened on disk, independent of what trigger says it did.
+class WriteOrder {
+ public:
+  WriteOrder(const FakeSysfs& sys, const std::vector<std::string>& objects)
+      : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    EXPECT_TRUE(fd_.valid());
+    for (const std::string& object : objects) {
+      const int wd = ::inotify_add_watch(fd_.get(), sys.Path(object).c_str(), IN_CLOSE_WRITE);
+      EXPECT_GE(wd, 0) << object;
+      objects_[wd] = object;
+    }
+  }
+  std::vector<std::string> Read() {
+    std::vector<std::string> order;
+    alignas(inotify_event) char buffer[64 * 1024];
+    for (;;) {
+      const ssize_t n = ::read(fd_.get(), buffer, sizeof(buffer));
+      if (n <= 0) break;
+      for (ssize_t at = 0; at < n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+        if (event->len > 0 && std::string(event->name) == "uevent") {
+          order.push_back(objects_[event->wd]);
+        }
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      }
+    }
+    return order;
+  }
+
+ private:
+  UniqueFd fd_;
+  absl::flat_hash_map<int, std::string> objects_;
+};
+
+std::string Uevent(const FakeSysfs& sys, absl::string_view object) {
+  absl::StatusOr<std::string> content = sys.ReadUevent(object);
+  return content.ok() ? *content : std::string("<unreadable>");
+}
+
+TEST(TriggerTest, WritesChangeIntoEveryObjectInUdevadmOrder) {
+  FakeSysfs sys = MakeMachine();
+  WriteOrder order(sys, AllInOrder());
+  const RunResult run = Trigger({"--sysfs-root", sys.root()});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(run.out, "13 triggered, 0 failed\n");
+  EXPECT_THAT(order.Read(), ElementsAreArray(AllInOrder()));
+  for (const std::string& object : AllInOrder()) EXPECT_EQ(Uevent(sys, object), "change") << object;
+}
+
+TEST(TriggerTest, ActionAndTypeSelectWhatIsWritten) {
+  FakeSysfs sys = MakeMachine();
+  WriteOrder order(sys, AllInOrder());
+  const RunResult run = Trigger({"--sysfs-root=" + sys.root(), "--action=add", "--type", "devices"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "7 triggered, 0 failed\n");
+  const std::vector<std::string> devices(AllInOrder().begin() + 6, AllInOrder().end());
+  EXPECT_THAT(order.Read(), ElementsAreArray(devices));
+  for (const std::string& object : AllInOrder()) {
+    const bool device = absl::StartsWith(object, "/devices/");
+    EXPECT_EQ(Uevent(sys, object), device ? "add" : std::string(kOriginal)) << object;
+  }
+  const RunResult subsystems = Trigger({"--sysfs-root", sys.root(), "-t", "subsystems", "-c", "bind"});
+  EXPECT_EQ(subsystems.code, 0);
+  EXPECT_EQ(subsystems.out, "6 triggered, 0 failed\n");
+  EXPECT_EQ(Uevent(sys, "/module/ahci"), "bind");
+  EXPECT_EQ(Uevent(sys, kSda), "add");
+}
+
+TEST(TriggerTest, FiltersSelectObjects) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> written;
+  };
+  const std::vector<Case> cases = {
+      {{"--subsystem-match", "block"}, {std::string(kSda), std::string(kSda1)}},
+      {{"--subsystem-match", "bl*", "--subsystem-match", "tty"},
+       {std::string(kSda), std::string(kSda1), std::string(kTtyS0)}},
+      {{"--type=devices", "--subsystem-nomatch", "pci", "-S", "block"},
+       {std::string(kUsb1), std::string(kInput), std::string(kTtyS0)}},
+      {{"--sysname-match", "sda?"}, {std::string(kSda1)}},
+      {{"-y", "usb*"}, {"/bus/usb", "/module/usbcore", std::string(kUsb1)}},
+      {{"--attr-match", "removable"}, {std::string(kSda)}},
+      {{"--attr-match", "vendor=0x8086"}, {std::string(kAhci)}},
+      {{"--attr-match", "vendor=0x*", "--sysname-match", "pci*"}, {std::string(kPci)}},
+      {{"--subsystem-match", "drivers"}, {"/bus/pci/drivers/ahci", "/bus/usb/drivers/hub"}},
+  };
+  for (const Case& c : cases) {
+    FakeSysfs sys = MakeMachine();
+    WriteOrder order(sys, AllInOrder());
+    std::vector<std::string> args = {"--sysfs-root", sys.root()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const RunResult run = Trigger(args);
+    const std::string label = absl::StrJoin(c.args, " ");
+    EXPECT_EQ(run.code, 0) << label << ": " << run.err;
+    EXPECT_EQ(run.out, absl::StrCat(c.written.size(), " triggered, 0 failed\n")) << label;
+    EXPECT_THAT(order.Read(), ElementsAreArray(c.written)) << label;
+    for (const std::string& object : AllInOrder()) {
+      const bool chosen = std::find(c.written.begin(), c.written.end(), object) != c.written.end();
+      EXPECT_EQ(Uevent(sys, object), chosen ? "change" : std::string(kOriginal))
+          << label << ": " << object;
+    }
+  }
+}
+
+TEST(TriggerTest, DryRunWritesNothingAndPrintsEachWrite) {
+  FakeSysfs sys = MakeMachine();
+  WriteOrder order(sys, AllInOrder());
+  const RunResult run = Trigger({"--sysfs-root", sys.root(), "--dry-run", "--action", "remove"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(order.Read().empty());
+  for (const std::string& object : AllInOrder()) {
+    EXPECT_EQ(Uevent(sys, object), kOriginal) << object;
+  }
+  std::vector<std::string> lines = absl::StrSplit(run.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), AllInOrder().size() + 1);
+  for (size_t i = 0; i < AllInOrder().size(); ++i) {
+    EXPECT_EQ(lines[i], absl::StrCat("remove -> ", sys.root(), AllInOrder()[i], "/uevent"));
+  }
+  EXPECT_EQ(lines.back(), "13 would be triggered (dry run)");
+}
+
+TEST(TriggerTest, VerbosePrintsEachWrittenFile) {
+  FakeSysfs sys = MakeMachine();
+  const RunResult run = Trigger({"--sysfs-root", sys.root(), "-v", "-s", "tty"});
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out, absl::StrCat(sys.root(), kTtyS0, "/uevent\n1 triggered, 0 failed\n"));
+}
+
+TEST(TriggerTest, FailuresAreReportedAndTheWalkGoesOn) {
+  FakeSysfs sys = MakeMachine();
+  ASSERT_TRUE(sys.BreakUevent(kAhci, FakeSysfs::UeventFault::kWriteFails).ok());
+  ASSERT_TRUE(sys.BreakUevent(kInput, FakeSysfs::UeventFault::kUnreadableAndUnwritable).ok());
+  // A device that went away between the listing and the write.
+  ASSERT_EQ(::symlink("../../devices/virtual/tty/gone", sys.Path("class/tty/gone").c_str()), 0);
+  const RunResult run = Trigger({"--sysfs-root", sys.root()});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.out,
+            "11 triggered, 2 failed (Is a directory: 1, No space left on device: 1), "
+            "1 vanished\n");
+  EXPECT_THAT(run.err, HasSubstr(absl::StrCat(kAhci, "/uevent: No space left on device")));
+  EXPECT_THAT(run.err, HasSubstr(absl::StrCat(kInput, "/uevent: Is a directory")));
+  // Everything after the failures was still written.
+  for (const std::string& object : AllInOrder()) {
+    if (object == kAhci || object == kInput) continue;
+    EXPECT_EQ(Uevent(sys, object), "change") << object;
+  }
+}
+
+TEST(TriggerTest, BadArgumentsExitTwoAndWriteNothing) {
+  FakeSysfs sys = MakeMachine();
+  const std::vector<std::vector<std::string>> bad = {
+      {"--bogus"},
+      {"--action", "explode"},
+      {"--action"},
+      {"--action="},
+      {"--type", "everything"},
+      {"--attr-match", "=x"},
+      {"--attr-match", "../../etc/passwd"},
+      {"--timeout", "5"},              // without --settle
+      {"--settle", "--timeout", "-1"},
+      {"--dry-run=yes"},
+      {"sda"},                         // positional
+      {"--settle"},                    // no daemon hook in this environment
+  };
+  for (const std::vector<std::string>& extra : bad) {
+    std::vector<std::string> args = {"--sysfs-root", sys.root()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult run = Trigger(args);
+    const std::string label = absl::StrJoin(extra, " ");
+    EXPECT_EQ(run.code, 2) << label;
+    EXPECT_NE(run.err, "") << label;
+    EXPECT_EQ(run.out, "") << label;
+  }
+  for (const std::string& object : AllInOrder()) EXPECT_EQ(Uevent(sys, object), kOriginal);
+  const RunResult help = Trigger({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_THAT(help.out, HasSubstr("usage: hotring trigger"));
+}
+
+TEST(TriggerTest, UnusableSysfsRootExitsOne) {
+  const RunResult run = Trigger({"--sysfs-root", "/nonexistent/hotring-sysfs"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_THAT(run.err, HasSubstr("/nonexistent/hotring-sysfs"));
+}
+
+TEST(TriggerTest, SettleRunsAfterEveryWriteWithTheTimeout) {
+  FakeSysfs sys = MakeMachine();
+  int calls = 0;
+  absl::Duration asked;
+  bool all_written_first = false;
+  SettleFn settle = [&](absl::Duration timeout) {
+    ++calls;
+    asked = timeout;
+    all_written_first = true;
+    for (const std::string& object : AllInOrder()) {
+      if (Uevent(sys, object) != "change") all_written_first = false;
+    }
+    return absl::OkStatus();
+  };
+  RunResult run = Trigger({"--sysfs-root", sys.root(), "--settle", "--timeout", "7.5"}, settle);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(asked, absl::Milliseconds(7500));
+  EXPECT_TRUE(all_written_first);
+
+  run = Trigger({"--sysfs-root", sys.root(), "-w"}, settle);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(asked, kDefaultSettleTimeout);
+
+  run = Trigger({"--sysfs-root", sys.root(), "--settle", "--dry-run"}, settle);
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(calls, 2);  // nothing written, nothing to wait for
+
+  run = Trigger({"--sysfs-root", sys.root(), "--settle", "--timeout=1"},
+                [](absl::Duration) { return absl::DeadlineExceededError("settle"); });
+  EXPECT_EQ(run.code, 1);
+  EXPECT_THAT(run.err, HasSubstr("settle: timed out after 1s"));
+  run = Trigger({"--sysfs-root", sys.root(), "--settle"},
+                [](absl::Duration) { return absl::UnavailableError("daemon not running"); });
+  EXPECT_EQ(run.code, 1);
+  EXPECT_THAT(run.err, HasSubstr("daemon not running"));
+}
+
+TEST(TriggerTest, ProgressLineOnlyWhenAsked) {
+  FakeSysfs sys = MakeMachine();
+  // A tree big enough for several progress redraws.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(sys.AddDevice({.devpath = absl::StrCat("/devices/virtual/misc/m", i),
+                               .subsystem = "misc"})
+                    .ok());
+  }
+  const RunResult quiet = Trigger({"--sysfs-root", sys.root()});  // not a terminal
+  EXPECT_THAT(quiet.out, Not(HasSubstr("\r")));
+  EXPECT_EQ(quiet.out, "213 triggered, 0 failed\n");
+  const RunResult terminal = Trigger({"--sysfs-root", sys.root()}, nullptr, /*progress=*/true);
+  EXPECT_EQ(terminal.code, 0);
+  EXPECT_THAT(terminal.out, HasSubstr("\r\033[Ktriggering 64/213 "));
+  EXPECT_THAT(terminal.out, HasSubstr("triggering 213/213 "));
+  // The summary stands alone on a cleared line at the end.
+  EXPECT_TRUE(absl::EndsWith(terminal.out, "\r\033[K213 triggered, 0 failed\n")) << terminal.out;
+}
+
+}  // namespace
+}  // namespace hotring::hotplug
