@@ -3,7 +3,6 @@
 #include <cstring>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
@@ -130,10 +129,6 @@ absl::string_view NetlinkDropReason(NetlinkOrigin origin) {
       return "not_root";
   }
   return "not_kernel";
-}
-
-bool IsLibudevMessage(absl::string_view datagram) {
-  return absl::StartsWith(datagram, absl::string_view("libudev\0", 8));
 }
 
 }  // namespace hotring::io

@@ -90,10 +90,6 @@ enum class NetlinkOrigin {
 // The counter suffix for a rejected origin: "not_kernel", "not_root"; "" for kKernel.
 [[nodiscard]] absl::string_view NetlinkDropReason(NetlinkOrigin origin);
 
-// True if `datagram` starts with the "libudev\0" header that libudev/systemd-udevd put on the
-// events they re-send; such messages on the kernel group are ignored.
-[[nodiscard]] bool IsLibudevMessage(absl::string_view datagram);
-
 }  // namespace hotring::io
 
 #endif  // HOTRING_IO_NETLINK_H_

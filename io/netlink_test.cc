@@ -130,12 +130,6 @@ TEST(NetlinkOriginTest, NonNetlinkOrShortAddressIsRejected) {
   EXPECT_EQ(NetlinkDropReason(NetlinkOrigin::kKernel), "");
 }
 
-TEST(NetlinkTest, LibudevHeaderIsRecognised) {
-  EXPECT_TRUE(IsLibudevMessage(absl::string_view("libudev\0\xfe\xed\xca\xfe", 12)));
-  EXPECT_FALSE(IsLibudevMessage("libudev"));  // no NUL: not the header
-  EXPECT_FALSE(IsLibudevMessage(KernelUevent("add", "/devices/x", 1)));
-}
-
 TEST(NetlinkTest, GroupsOutsideOneToThirtyTwoAreRejected) {
   EXPECT_TRUE(absl::IsInvalidArgument(UeventGroupAddress(0).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(UeventGroupAddress(33).status()));
