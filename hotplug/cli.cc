@@ -1,16 +1,182 @@
 #include "hotplug/cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/flags.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/client.h"
+#include "hotplug/commands.h"
+#include "hotplug/daemon.h"
+#include "hotplug/handler.h"
+#include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
+namespace {
 
-bool IsHotplugCommand(const std::string& command) { return false; }
-bool IsHotplugBench(const std::string& name) { return false; }
+constexpr absl::string_view kDaemonUsage =
+    "usage: hotring daemon [options]\n"
+    "  --socket PATH|@NAME        control socket (default /run/hotring/control)\n"
+    "  --exec PROGRAM             run PROGRAM SUBSYSTEM with the event's environment\n"
+    "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
+    "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
+    "  --children-max N           events handled at once (default 8 + 2 x CPUs)\n"
+    "  --max-pending N            events held+queued+running before dropping (default 100000)\n"
+    "  --reorder-timeout S        wait at most S seconds for a missing SEQNUM (default 5)\n"
+    "  --expect-seqnum N          first SEQNUM expected\n"
+    "  --seqnum-file PATH         default /sys/kernel/uevent_seqnum ('' to ignore)\n"
+    "  --no-netlink               do not listen to kernel uevents\n"
+    "  --netlink-rcvbuf BYTES     netlink receive buffer (default 128 MiB)\n"
+    "  --netlink-trust-userspace  accept uevents from any sender (tests only)\n"
+    "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
+    "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
+    "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
+    "  --log-kmsg                 log to /dev/kmsg (initramfs)\n";
+
+}  // namespace
+
+int ReportError(absl::string_view command, const absl::Status& status) {
+  std::fprintf(stderr, "hotring %s: %s\n", std::string(command).c_str(),
+               std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int DaemonCommand(const std::vector<std::string>& args) {
+  DaemonOptions options;
+  LogLevel level = LogLevel::kNotice;
+  LogSink sink = LogSink::kStderr;
+  FlagReader flags("daemon", args);
+  auto parse = [&]() -> absl::Status {
+    while (flags.Next()) {
+      const std::string& f = flags.flag();
+      if (f == "--help") {
+        std::fputs(kDaemonUsage.data(), stdout);
+        std::exit(0);
+      } else if (f == "--socket") {
+        HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
+      } else if (f == "--exec") {
+        HOTRING_ASSIGN_OR_RETURN(options.exec_program, flags.String());
+      } else if (f == "--event-timeout") {
+        HOTRING_ASSIGN_OR_RETURN(options.event_timeout, flags.Seconds());
+      } else if (f == "--kill-grace") {
+        HOTRING_ASSIGN_OR_RETURN(options.kill_grace, flags.Seconds());
+      } else if (f == "--children-max") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
+        options.children_max = static_cast<size_t>(n);
+      } else if (f == "--max-pending") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10'000'000));
+        options.max_pending = static_cast<size_t>(n);
+      } else if (f == "--reorder-timeout") {
+        HOTRING_ASSIGN_OR_RETURN(options.reorder_timeout, flags.Seconds());
+      } else if (f == "--expect-seqnum") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT64_MAX));
+        options.expect_seqnum = static_cast<uint64_t>(n);
+      } else if (f == "--seqnum-file") {
+        HOTRING_ASSIGN_OR_RETURN(options.seqnum_file, flags.String());
+      } else if (f == "--no-netlink") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        options.netlink = false;
+      } else if (f == "--netlink-rcvbuf") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(4096, INT32_MAX / 2));
+        options.netlink_rcvbuf = static_cast<int>(n);
+      } else if (f == "--netlink-trust-userspace") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        options.netlink_trust_userspace = true;
+      } else if (f == "--sysfs-root") {
+        HOTRING_ASSIGN_OR_RETURN(options.sysfs_root, flags.String());
+      } else if (f == "--rebroadcast") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(2, 32));
+        options.rebroadcast_group = static_cast<uint32_t>(n);
+      } else if (f == "--log-level") {
+        HOTRING_ASSIGN_OR_RETURN(const std::string name, flags.String());
+        if (!ParseLogLevel(name, &level)) return flags.Error("unknown log level " + name);
+      } else if (f == "--log-kmsg") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        sink = LogSink::kKmsg;
+      } else {
+        return flags.Unknown();
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("daemon", parsed);
+  if (absl::Status logging = InitLogging(sink, level); !logging.ok()) {
+    (void)InitLogging(LogSink::kStderr, level);
+    LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
+  }
+  std::unique_ptr<Handler> handler;
+  if (options.exec_program.empty()) {
+    handler = std::make_unique<NullHandler>();
+  } else {
+    absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(
+        {.program = options.exec_program,
+         .timeout = options.event_timeout,
+         .kill_grace = options.kill_grace});
+    if (!exec.ok()) return ReportError("daemon", exec.status());
+    handler = std::move(*exec);
+  }
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+      Daemon::Create(std::move(options), std::move(handler));
+  if (!daemon.ok()) return ReportError("daemon", daemon.status());
+  const absl::Status run = (*daemon)->Run();
+  if (!run.ok()) return ReportError("daemon", run);
+  return 0;
+}
+
+namespace {
+
+int TriggerCommand(const std::vector<std::string>& args) {
+  // --socket names the daemon that --settle waits for; the rest is trigger's own.
+  std::string socket(kDefaultSocket);
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--socket" && i + 1 < args.size()) {
+      socket = args[++i];
+    } else if (absl::StartsWith(args[i], "--socket=")) {
+      socket = args[i].substr(9);
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  TriggerEnvironment env;
+  env.settle = [socket](absl::Duration timeout) { return Settle(socket, timeout); };
+  return RunTrigger(rest, env);
+}
+
+struct Command {
+  absl::string_view name;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+constexpr Command kCommands[] = {
+    {"daemon", DaemonCommand},         {"send", SendCommand},
+    {"settle", SettleCommand},         {"control", ControlCommandMain},
+    {"monitor", MonitorCommand},       {"trigger", TriggerCommand},
+};
+
+}  // namespace
+
+bool IsHotplugCommand(const std::string& command) {
+  for (const Command& c : kCommands) {
+    if (c.name == command) return true;
+  }
+  return false;
+}
 
 int RunHotplugCommand(const std::string& command, const std::vector<std::string>& args) {
-  std::fprintf(stderr, "hotring: '%s' is not available in this build\n", command.c_str());
+  for (const Command& c : kCommands) {
+    if (c.name == command) return c.run(args);
+  }
+  std::fprintf(stderr, "hotring: unknown command '%s'\n", command.c_str());
   return 2;
 }
+
+bool IsHotplugBench(const std::string& name) { return name == "events" || name == "coldplug"; }
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
@@ -18,7 +184,9 @@ int RunHotplugBench(const std::string& name, const std::vector<std::string>& arg
 }
 
 int RunAsUeventHelper(const std::vector<std::string>& args) {
-  return RunHotplugCommand("send", args);
+  std::vector<std::string> send_args = {"--autostart"};
+  send_args.insert(send_args.end(), args.begin(), args.end());
+  return SendCommand(send_args);
 }
 
 }  // namespace hotring::hotplug

@@ -16,7 +16,7 @@ absl::StatusOr<SignalFd> SignalFd::Create(std::initializer_list<int> signals) {
   if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
     return ErrnoStatus("pthread_sigmask", err);
   }
-  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC);
   if (fd < 0) return ErrnoStatus("signalfd");
   return SignalFd(UniqueFd(fd));
 }

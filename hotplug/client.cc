@@ -1,0 +1,105 @@
+#include "hotplug/client.h"
+
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/clock.h"
+#include "core/status.h"
+#include "io/socket.h"
+
+namespace hotring::hotplug {
+
+uint32_t NewCookie() {
+  uint32_t cookie = 0;
+  while (cookie == 0) {
+    if (::getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie)) {
+      cookie = static_cast<uint32_t>(::getpid()) ^
+               static_cast<uint32_t>(MonoNow().time_since_epoch().count());
+    }
+  }
+  return cookie;
+}
+
+absl::StatusOr<ControlClient> ControlClient::Open(absl::string_view socket_name) {
+  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress daemon, io::UnixAddress(socket_name));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
+  // Autobind to a unique abstract name so the daemon has an address to reply to.
+  const sa_family_t family = AF_UNIX;
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&family), sizeof(family)) != 0) {
+    return ErrnoStatus("bind(autobind)");
+  }
+  HOTRING_RETURN_IF_ERROR(io::EnablePassCred(fd.get()));
+  return ControlClient(std::string(socket_name), daemon, std::move(fd));
+}
+
+absl::Status ControlClient::Send(const WireMessage& message) {
+  const std::string bytes = EncodeWireMessage(message);
+  if (::sendto(fd_.get(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+               daemon_.get(), daemon_.length) == static_cast<ssize_t>(bytes.size())) {
+    return absl::OkStatus();
+  }
+  const int err = errno;
+  if (err == ENOENT || err == ECONNREFUSED || err == EAGAIN) {
+    return absl::UnavailableError(absl::StrCat(
+        err == EAGAIN ? "daemon queue full on " : "no daemon listening on ", name_));
+  }
+  return ErrnoStatus(absl::StrCat("sendto(", name_, ")"), err);
+}
+
+bool ControlClient::FromDaemon(const io::ReceivedMessage& message) const {
+  if (message.peer.length != daemon_.length ||
+      std::memcmp(&message.peer.storage, &daemon_.storage, daemon_.length) != 0) {
+    return false;
+  }
+  if (!message.credentials.has_value()) return false;
+  return message.credentials->uid == 0 || message.credentials->uid == ::getuid();
+}
+
+Task<absl::StatusOr<WireMessage>> ControlClient::Receive(io::Reactor& reactor, uint32_t cookie,
+                                                         absl::Duration timeout) {
+  const MonoTime deadline = MonoNow() + timeout;
+  for (;;) {
+    const absl::Duration left = Since(MonoNow(), deadline);
+    if (left <= absl::ZeroDuration()) {
+      co_return absl::DeadlineExceededError(absl::StrCat("no reply from ", name_));
+    }
+    io::ReceivedMessage received =
+        co_await io::RecvMsg(reactor, fd_.get(), io::Buffer(kMaxWireBytes + 1)).WithTimeout(left);
+    if (!received.bytes.ok()) {
+      if (received.bytes.status().code() == absl::StatusCode::kDeadlineExceeded) {
+        co_return absl::DeadlineExceededError(absl::StrCat("no reply from ", name_));
+      }
+      co_return received.bytes.status();
+    }
+    if (!FromDaemon(received)) continue;  // not the daemon: ignore, do not trust
+    absl::StatusOr<WireMessage> message =
+        ParseWireMessage(absl::string_view(received.buffer.data(), *received.bytes));
+    if (!message.ok() || message->cookie != cookie) continue;
+    co_return std::move(*message);
+  }
+}
+
+Task<absl::StatusOr<WireMessage>> ControlClient::Request(io::Reactor& reactor,
+                                                         WireMessage request,
+                                                         absl::Duration timeout,
+                                                         absl::Duration retransmit) {
+  const MonoTime deadline = MonoNow() + timeout;
+  absl::Status last = absl::DeadlineExceededError(absl::StrCat("no reply from ", name_));
+  for (;;) {
+    const absl::Duration left = Since(MonoNow(), deadline);
+    if (left <= absl::ZeroDuration()) co_return last;
+    const absl::Status sent = Send(request);
+    if (!sent.ok() && sent.code() != absl::StatusCode::kUnavailable) co_return sent;
+    if (!sent.ok()) last = sent;
+    absl::StatusOr<WireMessage> reply =
+        co_await Receive(reactor, request.cookie, std::min(left, retransmit));
+    if (reply.ok()) co_return reply;
+    if (reply.status().code() != absl::StatusCode::kDeadlineExceeded) co_return reply.status();
+  }
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,59 @@
+// ControlClient: the tools' end of the daemon's control socket (send, settle, control,
+// monitor). An autobound datagram socket that sends to the daemon's name and accepts a reply
+// only from that name and from uid 0 or our own uid, so no other local process can forge one.
+#ifndef HOTRING_HOTPLUG_CLIENT_H_
+#define HOTRING_HOTPLUG_CLIENT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/task.h"
+#include "core/unique_fd.h"
+#include "hotplug/wire.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug {
+
+// Where the daemon listens unless told otherwise.
+inline constexpr absl::string_view kDefaultSocket = "/run/hotring/control";
+
+class ControlClient {
+ public:
+  static absl::StatusOr<ControlClient> Open(absl::string_view socket_name);
+
+  // Sends one message without blocking. Unavailable when no daemon listens (ENOENT,
+  // ECONNREFUSED) or its queue is full (EAGAIN): callers retry.
+  absl::Status Send(const WireMessage& message);
+
+  // Waits up to `timeout` for a message from the daemon with `cookie`; other datagrams are
+  // ignored. DeadlineExceeded when none came.
+  Task<absl::StatusOr<WireMessage>> Receive(io::Reactor& reactor, uint32_t cookie,
+                                            absl::Duration timeout);
+
+  // Sends `request` and waits for its reply, sending it again every `retransmit` (and whenever
+  // the daemon was absent) until `timeout`.
+  Task<absl::StatusOr<WireMessage>> Request(io::Reactor& reactor, WireMessage request,
+                                            absl::Duration timeout, absl::Duration retransmit);
+
+  [[nodiscard]] const std::string& socket_name() const { return name_; }
+  [[nodiscard]] int fd() const { return fd_.get(); }
+
+ private:
+  ControlClient(std::string name, io::SocketAddress daemon, UniqueFd fd)
+      : name_(std::move(name)), daemon_(daemon), fd_(std::move(fd)) {}
+  [[nodiscard]] bool FromDaemon(const io::ReceivedMessage& message) const;
+  std::string name_;
+  io::SocketAddress daemon_;
+  UniqueFd fd_;
+};
+
+// A random request cookie (never 0).
+[[nodiscard]] uint32_t NewCookie();
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_CLIENT_H_

@@ -1,0 +1,31 @@
+// The hotplug subcommands, one function each; hotplug/cli.cc dispatches to them. Each parses
+// its own arguments and returns the process exit code (0 ok, 1 failed, 2 bad arguments).
+#ifndef HOTRING_HOTPLUG_COMMANDS_H_
+#define HOTRING_HOTPLUG_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace hotring::hotplug {
+
+int DaemonCommand(const std::vector<std::string>& args);
+int SendCommand(const std::vector<std::string>& args);
+int SettleCommand(const std::vector<std::string>& args);
+int ControlCommandMain(const std::vector<std::string>& args);
+int MonitorCommand(const std::vector<std::string>& args);
+
+// Waits until the daemon on `socket` has nothing held, queued or running. OK also when no
+// daemon listens (nothing can be pending); DeadlineExceeded after `timeout`.
+absl::Status Settle(absl::string_view socket, absl::Duration timeout);
+
+// Prints `status` to stderr as "hotring <command>: <message>" and returns 2 for bad arguments
+// (InvalidArgument), else 1.
+int ReportError(absl::string_view command, const absl::Status& status);
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_COMMANDS_H_

@@ -1,0 +1,290 @@
+// `hotring settle`, `hotring control`, `hotring monitor`: requests on the daemon's control
+// socket.
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/clock.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "hotplug/client.h"
+#include "hotplug/commands.h"
+#include "hotplug/event_parser.h"
+#include "hotplug/wire.h"
+#include "io/buffer_ring.h"
+#include "io/multishot.h"
+#include "io/netlink.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug {
+namespace {
+
+// One request, one reply: the tools' common path.
+absl::StatusOr<ControlReply> Ask(absl::string_view socket, ControlRequest request,
+                                 absl::Duration timeout) {
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::Reactor> reactor, io::Reactor::Create());
+  HOTRING_ASSIGN_OR_RETURN(ControlClient client, ControlClient::Open(socket));
+  request.cookie = NewCookie();
+  // Settle may wait long; every request is idempotent, so retransmitting is safe.
+  HOTRING_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      reactor->BlockOn(client.Request(*reactor, ControlRequestMessage(request), timeout,
+                                      absl::Seconds(1))));
+  return ControlReplyFromMessage(std::move(reply));
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
+absl::Status Settle(absl::string_view socket, absl::Duration timeout) {
+  ControlRequest request;
+  request.command = ControlCommand::kSettle;
+  absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
+  if (reply.ok()) {
+    if (!reply->ok) return absl::UnavailableError(reply->message);
+    return absl::OkStatus();
+  }
+  // Nothing can be pending in a daemon that does not exist.
+  if (reply.status().code() == absl::StatusCode::kUnavailable) return absl::OkStatus();
+  return reply.status();
+}
+
+int SettleCommand(const std::vector<std::string>& args) {
+  std::string socket(kDefaultSocket);
+  absl::Duration timeout = absl::Seconds(120);
+  FlagReader flags("settle", args);
+  while (flags.Next()) {
+    absl::Status s;
+    if (flags.flag() == "--socket") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) socket = *v;
+      s = v.status();
+    } else if (flags.flag() == "--timeout") {
+      absl::StatusOr<absl::Duration> v = flags.Seconds();
+      if (v.ok()) timeout = *v;
+      s = v.status();
+    } else {
+      s = flags.Unknown();
+    }
+    if (!s.ok()) return ReportError("settle", s);
+  }
+  const absl::Status settled = Settle(socket, timeout);
+  if (settled.ok()) return 0;
+  if (settled.code() == absl::StatusCode::kDeadlineExceeded) {
+    std::fprintf(stderr, "hotring settle: timeout after %s: events still pending\n",
+                 absl::FormatDuration(timeout).c_str());
+    return 1;
+  }
+  return ReportError("settle", settled);
+}
+
+int ControlCommandMain(const std::vector<std::string>& args) {
+  std::string socket(kDefaultSocket);
+  absl::Duration timeout = absl::Seconds(5);
+  bool json = false;
+  std::optional<ControlCommand> command;
+  FlagReader flags("control", args);
+  while (flags.Next()) {
+    absl::Status s;
+    if (flags.positional() && !command.has_value()) {
+      command = ControlCommandFromName(flags.flag());
+      if (!command.has_value() || *command == ControlCommand::kSettle ||
+          *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor) {
+        s = flags.Error(absl::StrCat("unknown command '", flags.flag(),
+                                     "' (status, exit or reload)"));
+      }
+    } else if (flags.flag() == "--socket") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) socket = *v;
+      s = v.status();
+    } else if (flags.flag() == "--timeout") {
+      absl::StatusOr<absl::Duration> v = flags.Seconds();
+      if (v.ok()) timeout = *v;
+      s = v.status();
+    } else if (flags.flag() == "--json") {
+      json = true;
+      s = flags.NoValue();
+    } else {
+      s = flags.Unknown();
+    }
+    if (!s.ok()) return ReportError("control", s);
+  }
+  if (!command.has_value()) {
+    return ReportError("control", absl::InvalidArgumentError("status, exit or reload?"));
+  }
+  ControlRequest request;
+  request.command = *command;
+  absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
+  if (!reply.ok()) return ReportError("control", reply.status());
+  if (!reply->ok) {
+    std::fprintf(stderr, "hotring control: %s\n", reply->message.c_str());
+    return 1;
+  }
+  if (json) {
+    std::vector<std::string> parts;
+    for (const auto& [key, value] : reply->fields) {
+      parts.push_back(absl::StrCat(JsonString(key), ": ", value));
+    }
+    if (!reply->message.empty()) parts.push_back(absl::StrCat("\"message\": ", JsonString(reply->message)));
+    std::printf("{%s}\n", absl::StrJoin(parts, ", ").c_str());
+  } else {
+    for (const auto& [key, value] : reply->fields) {
+      std::printf("%s %s\n", key.c_str(), value.c_str());
+    }
+    if (!reply->message.empty() && reply->fields.empty()) std::printf("%s\n", reply->message.c_str());
+  }
+  return 0;
+}
+
+namespace {
+
+struct MonitorOptions {
+  std::string socket = std::string(kDefaultSocket);
+  bool env = false;
+  bool kernel = false;
+  int64_t count = -1;  // stop after this many events (-1: never)
+};
+
+void PrintEnv(const Event& event) {
+  for (const auto& [key, value] : event.env) std::printf("%s=%s\n", key.c_str(), value.c_str());
+  std::printf("\n");
+}
+
+// Handled events from the daemon, re-subscribing every few seconds so a restarted daemon
+// picks the monitor up again.
+Task<absl::Status> MonitorDaemon(io::Reactor& reactor, const MonitorOptions& options) {
+  HOTRING_CO_ASSIGN_OR_RETURN(ControlClient client, ControlClient::Open(options.socket));
+  ControlRequest subscribe;
+  subscribe.command = ControlCommand::kMonitor;
+  subscribe.cookie = NewCookie();
+  const WireMessage request = ControlRequestMessage(subscribe);
+  HOTRING_CO_ASSIGN_OR_RETURN(
+      WireMessage first,
+      co_await client.Request(reactor, request, absl::Seconds(5), absl::Seconds(1)));
+  HOTRING_CO_ASSIGN_OR_RETURN(ControlReply reply, ControlReplyFromMessage(std::move(first)));
+  if (!reply.ok) co_return absl::UnavailableError(reply.message);
+  std::fprintf(stderr, "monitoring handled events on %s\n", options.socket.c_str());
+  std::fflush(stderr);
+  int64_t seen = 0;
+  MonoTime renew = MonoNow() + absl::Seconds(5);
+  while (options.count < 0 || seen < options.count) {
+    absl::StatusOr<WireMessage> message =
+        co_await client.Receive(reactor, subscribe.cookie, Since(MonoNow(), renew));
+    if (!message.ok()) {
+      if (message.status().code() != absl::StatusCode::kDeadlineExceeded) co_return message.status();
+      (void)client.Send(request);  // renew; the reply is ignored
+      renew = MonoNow() + absl::Seconds(5);
+      continue;
+    }
+    if (message->type != WireType::kMonitorEvent) continue;
+    absl::StatusOr<MonitorEvent> event = MonitorEventFromMessage(std::move(*message));
+    if (!event.ok()) continue;
+    const Event& e = event->event;
+    std::printf("%s %s %s (%s) %s %.3fms\n",
+                e.seqnum.has_value() ? absl::StrCat(*e.seqnum).c_str() : "-", e.action.c_str(),
+                e.devpath.c_str(), e.subsystem.c_str(),
+                std::string(EventResultName(event->result)).c_str(),
+                static_cast<double>(event->duration_us) / 1000.0);
+    if (options.env) PrintEnv(e);
+    std::fflush(stdout);
+    ++seen;
+  }
+  ControlRequest unsubscribe;
+  unsubscribe.command = ControlCommand::kUnmonitor;
+  unsubscribe.cookie = subscribe.cookie;
+  (void)client.Send(ControlRequestMessage(unsubscribe));
+  co_return absl::OkStatus();
+}
+
+// Raw kernel uevents from netlink group 1, as they arrive (before any handling).
+Task<absl::Status> MonitorKernel(io::Reactor& reactor, const MonitorOptions& options) {
+  io::UeventListenerOptions listen;
+  HOTRING_CO_ASSIGN_OR_RETURN(io::UeventListener listener, io::OpenUeventListener(listen));
+  HOTRING_CO_ASSIGN_OR_RETURN(std::shared_ptr<io::BufferRing> ring,
+                              io::BufferRing::Create(reactor, 1, 64, 4096));
+  io::MultishotReceiver receiver(reactor, listener.fd.get(), ring);
+  std::fprintf(stderr, "monitoring kernel uevents\n");
+  std::fflush(stderr);
+  int64_t seen = 0;
+  while (options.count < 0 || seen < options.count) {
+    absl::StatusOr<io::Datagram> datagram = co_await receiver.Next();
+    if (!datagram.ok()) {
+      if (io::IsSocketOverrun(datagram.status())) {
+        std::printf("KERNEL overrun: uevents were lost\n");
+        continue;
+      }
+      co_return datagram.status();
+    }
+    const io::NetlinkOrigin origin = io::CheckNetlinkOrigin(datagram->peer, datagram->credentials);
+    absl::StatusOr<Event> event = ParseKernelUevent(datagram->payload);
+    if (!event.ok()) continue;
+    timespec now;
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    std::printf("KERNEL[%ld.%06ld] %s %s (%s)%s\n", static_cast<long>(now.tv_sec),
+                now.tv_nsec / 1000, event->action.c_str(), event->devpath.c_str(),
+                event->subsystem.c_str(),
+                origin == io::NetlinkOrigin::kKernel ? "" : " [not from the kernel]");
+    if (options.env) PrintEnv(*event);
+    std::fflush(stdout);
+    ++seen;
+  }
+  co_return absl::OkStatus();
+}
+
+}  // namespace
+
+int MonitorCommand(const std::vector<std::string>& args) {
+  MonitorOptions options;
+  FlagReader flags("monitor", args);
+  while (flags.Next()) {
+    absl::Status s;
+    if (flags.flag() == "--socket") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) options.socket = *v;
+      s = v.status();
+    } else if (flags.flag() == "--env") {
+      options.env = true;
+      s = flags.NoValue();
+    } else if (flags.flag() == "--kernel") {
+      options.kernel = true;
+      s = flags.NoValue();
+    } else if (flags.flag() == "--count") {
+      absl::StatusOr<int64_t> v = flags.IntInRange(1, INT64_MAX);
+      if (v.ok()) options.count = *v;
+      s = v.status();
+    } else {
+      s = flags.Unknown();
+    }
+    if (!s.ok()) return ReportError("monitor", s);
+  }
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  if (!reactor.ok()) return ReportError("monitor", reactor.status());
+  const absl::Status run =
+      options.kernel ? (*reactor)->BlockOn(MonitorKernel(**reactor, options))
+                     : (*reactor)->BlockOn(MonitorDaemon(**reactor, options));
+  if (!run.ok()) return ReportError("monitor", run);
+  return 0;
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,715 @@
+#include "hotplug/daemon.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "core/flags.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/event_parser.h"
+#include "hotplug/sysfs.h"
+#include "io/netlink.h"
+#include "io/socket.h"
+
+namespace hotring::hotplug {
+namespace {
+
+constexpr uint16_t kControlRingGroup = 1;
+constexpr uint16_t kNetlinkRingGroup = 2;
+constexpr size_t kMaxMonitors = 32;
+constexpr size_t kMaxSettlers = 256;
+constexpr size_t kMaxRememberedCookies = 4096;
+// Lets an overrun storm pass before the sysfs walk, so one storm costs one resync.
+constexpr absl::Duration kResyncDelay = absl::Milliseconds(100);
+
+size_t DefaultChildrenMax() {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return 8 + 2 * static_cast<size_t>(cpus);
+}
+
+std::optional<uint64_t> ReadSeqnumFile(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path);
+  std::string text;
+  if (!in || !std::getline(in, text)) return std::nullopt;
+  uint64_t value;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value)) return std::nullopt;
+  return value;
+}
+
+EventResult ResultOf(HandlerOutcome outcome) {
+  switch (outcome) {
+    case HandlerOutcome::kHandled:
+      return EventResult::kHandled;
+    case HandlerOutcome::kFailed:
+      return EventResult::kFailed;
+    case HandlerOutcome::kTimedOut:
+      return EventResult::kTimedOut;
+  }
+  return EventResult::kFailed;
+}
+
+// "5-7, 9" for the log line naming SEQNUMs given up on.
+std::string FormatSeqnums(const std::vector<SeqnumRange>& ranges) {
+  std::vector<std::string> parts;
+  for (const SeqnumRange& r : ranges) {
+    if (parts.size() == 16) {
+      parts.push_back("...");
+      break;
+    }
+    parts.push_back(r.first == r.last ? absl::StrCat(r.first)
+                                      : absl::StrCat(r.first, "-", r.last));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+bool SameAddress(const io::SocketAddress& a, const io::SocketAddress& b) {
+  return a.length == b.length && std::memcmp(&a.storage, &b.storage, a.length) == 0;
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options, std::unique_ptr<Handler> handler)
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      reorderer_(ReordererOptions{.timeout = options_.reorder_timeout,
+                                  .expect_seqnum = options_.expect_seqnum}),
+      scheduler_(options_.children_max > 0 ? options_.children_max : DefaultChildrenMax()) {}
+
+Daemon::~Daemon() {
+  // Tasks go first (members declared last), then the sockets; the socket file goes last.
+  workers_.CancelAll();
+  services_.CancelAll();
+  if (!control_path_.empty()) ::unlink(control_path_.c_str());
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
+                                                       std::unique_ptr<Handler> handler) {
+  if (options.netlink && !options.expect_seqnum.has_value()) {
+    // Kernel events are numbered by the kernel: continue from where it is.
+    const std::optional<uint64_t> last = ReadSeqnumFile(options.seqnum_file);
+    if (last.has_value()) options.expect_seqnum = *last + 1;
+  }
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(options), std::move(handler)));
+  HOTRING_RETURN_IF_ERROR(daemon->Init());
+  return daemon;
+}
+
+absl::Status Daemon::Init() {
+  ::signal(SIGPIPE, SIG_IGN);
+  HOTRING_ASSIGN_OR_RETURN(reactor_, io::Reactor::Create());
+  HOTRING_ASSIGN_OR_RETURN(io::SignalFd signals, io::SignalFd::Create({SIGTERM, SIGINT, SIGHUP}));
+  signals_.emplace(std::move(signals));
+
+  const std::string& socket = options_.socket;
+  if (socket.empty()) return absl::InvalidArgumentError("--socket must not be empty");
+  if (socket[0] != '@') {
+    const size_t slash = socket.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      const std::string dir = socket.substr(0, slash);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoStatus(absl::StrCat("mkdir(", dir, ")"));
+      }
+    }
+  }
+  HOTRING_ASSIGN_OR_RETURN(control_fd_, io::BindUnix(SOCK_DGRAM, socket));
+  if (socket[0] != '@') {
+    control_path_ = socket;
+    // Anyone may connect; only uid 0 (or ours) is accepted, checked per datagram, so a refused
+    // sender is counted rather than silently kept out by the file mode.
+    ::chmod(socket.c_str(), 0666);
+  }
+  HOTRING_RETURN_IF_ERROR(io::EnablePassCred(control_fd_.get()));
+  (void)io::SetReceiveBuffer(control_fd_.get(), 8 << 20);
+  // A datagram of up to kMaxWireBytes fits next to the recvmsg header, name and credentials;
+  // a longer one still arrives (MSG_TRUNC) and is dropped as oversize.
+  HOTRING_ASSIGN_OR_RETURN(control_ring_, io::BufferRing::Create(*reactor_, kControlRingGroup,
+                                                                 256, kMaxWireBytes + 1024));
+  if (options_.netlink) {
+    io::UeventListenerOptions listen;
+    listen.receive_buffer = options_.netlink_rcvbuf;
+    absl::StatusOr<io::UeventListener> listener = io::OpenUeventListener(listen);
+    if (!listener.ok()) {
+      return absl::Status(listener.status().code(),
+                          absl::StrCat("kernel uevent socket: ", listener.status().message(),
+                                       " (use --no-netlink to run without kernel events)"));
+    }
+    LogInfo("netlink: listening on group 1, receive buffer %d bytes%s",
+            listener->receive_buffer, listener->receive_buffer_forced ? " (forced)" : "");
+    netlink_fd_ = std::move(listener->fd);
+    HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
+                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 1024, 4096));
+    if (options_.netlink_trust_userspace) {
+      LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
+                 "socket; for tests in a private network namespace only");
+    }
+  }
+  if (options_.rebroadcast_group != 0) {
+    if (options_.rebroadcast_group < 2 || options_.rebroadcast_group > io::kUeventMaxGroup) {
+      return absl::InvalidArgumentError("--rebroadcast GROUP must be 2..32");
+    }
+    HOTRING_ASSIGN_OR_RETURN(rebroadcast_fd_, io::OpenUeventSender());
+  }
+  for (const DropReason reason : AllDropReasons()) {
+    counters_.dropped[DropReasonName(reason)] = 0;
+  }
+  counters_.dropped["not_kernel"] = 0;
+  counters_.dropped["not_root"] = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Run() { return reactor_->BlockOn(Main()); }
+
+Task<absl::Status> Daemon::Main() {
+  started_at_ = MonoNow();
+  services_.Spawn(ReceiveControl());
+  if (netlink_fd_.valid()) services_.Spawn(ReceiveNetlink());
+  services_.Spawn(ReorderTimer());
+  TaskScope signal_scope;
+  signal_scope.Spawn(WatchSignals());
+  LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
+            options_.socket, handler_->Name(), scheduler_.children_max(),
+            absl::FormatDuration(options_.reorder_timeout),
+            netlink_fd_.valid() ? ", kernel uevents on" : "");
+  while (!stopping_) co_await stop_.Wait();
+  // No more input; finish everything already accepted, held events included.
+  services_.CancelAll();
+  ExpireResult rest = reorderer_.ReleaseAll();
+  NoteMissing(rest.missing, "stopping");
+  Release(std::move(rest.released));
+  Pump();
+  while (!Idle() && !force_stop_) co_await idle_.Wait();
+  if (force_stop_) {
+    LogWarning("forced stop: %d events abandoned", scheduler_.queued() + scheduler_.running());
+    workers_.CancelAll();
+  }
+  CheckIdle();
+  LogNotice("daemon stopped: %d received, %d handled, %d failed, %d timed out",
+            counters_.received, counters_.handled, counters_.failed, counters_.timed_out);
+  co_return absl::OkStatus();
+}
+
+void Daemon::RequestStop(absl::string_view why) {
+  if (stopping_) return;
+  LogNotice("stopping (%s): %d held, %d queued, %d running", why, reorderer_.held(),
+            scheduler_.queued(), scheduler_.running());
+  stopping_ = true;
+  stop_.NotifyAll();
+}
+
+Task<void> Daemon::WatchSignals() {
+  for (;;) {
+    absl::StatusOr<int> sig = co_await signals_->Next(*reactor_);
+    if (!sig.ok()) {
+      LogError("signalfd: %s", sig.status().ToString());
+      co_return;
+    }
+    if (*sig == SIGHUP) {
+      const absl::Status reloaded = handler_->Reload();
+      if (reloaded.ok()) {
+        LogNotice("reloaded (SIGHUP)");
+      } else {
+        LogError("reload failed: %s", reloaded.ToString());
+      }
+    } else if (!stopping_) {
+      RequestStop(*sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    } else {
+      force_stop_ = true;
+      idle_.NotifyAll();
+    }
+  }
+}
+
+Task<void> Daemon::ReceiveControl() {
+  io::MultishotReceiver receiver(*reactor_, control_fd_.get(), control_ring_);
+  for (;;) {
+    absl::StatusOr<io::Datagram> datagram = co_await receiver.Next();
+    if (!datagram.ok()) {
+      LogError("control socket: %s", datagram.status().ToString());
+      (void)co_await io::Sleep(*reactor_, absl::Milliseconds(10));
+      continue;
+    }
+    HandleControlDatagram(*datagram);
+  }
+}
+
+void Daemon::HandleControlDatagram(const io::Datagram& datagram) {
+  if (!datagram.credentials.has_value()) {
+    Drop(DropReason::kNoCredentials, "control datagram without credentials");
+    return;
+  }
+  const ucred& cred = *datagram.credentials;
+  if (cred.uid != 0 && cred.uid != ::getuid()) {
+    Drop(DropReason::kUnprivileged,
+         absl::StrCat("control datagram from pid ", cred.pid, " uid ", cred.uid));
+    return;
+  }
+  if (datagram.truncated) {
+    Drop(DropReason::kOversize, absl::StrCat("control datagram over ", kMaxWireBytes, " bytes"));
+    return;
+  }
+  absl::StatusOr<WireMessage> message = ParseWireMessage(datagram.payload);
+  if (!message.ok()) {
+    const std::optional<DropReason> reason = DropReasonOf(message.status());
+    Drop(reason.value_or(DropReason::kTruncated), message.status().message());
+    return;
+  }
+  switch (message->type) {
+    case WireType::kEvent: {
+      const uint32_t cookie = message->cookie;
+      const bool want_ack = (message->flags & kWireFlagWantAck) != 0;
+      absl::StatusOr<Event> event = EventFromMessage(std::move(*message));
+      if (!event.ok()) {
+        const std::optional<DropReason> reason = DropReasonOf(event.status());
+        Drop(reason.value_or(DropReason::kBadVariable), event.status().message());
+        return;
+      }
+      Accept(std::move(*event), AckTarget{datagram.peer, cookie}, want_ack);
+      return;
+    }
+    case WireType::kControlRequest:
+      HandleControlRequest(std::move(*message), datagram.peer);
+      return;
+    case WireType::kAck:
+    case WireType::kControlReply:
+    case WireType::kMonitorEvent:
+      Drop(DropReason::kBadType,
+           absl::StrCat("a daemon does not take '", WireTypeName(message->type), "' messages"));
+      return;
+  }
+}
+
+void Daemon::HandleControlRequest(WireMessage message, const io::SocketAddress& from) {
+  absl::StatusOr<ControlRequest> request = ControlRequestFromMessage(std::move(message));
+  if (!request.ok()) {
+    const std::optional<DropReason> reason = DropReasonOf(request.status());
+    Drop(reason.value_or(DropReason::kBadField), request.status().message());
+    return;
+  }
+  ControlReply reply;
+  reply.cookie = request->cookie;
+  switch (request->command) {
+    case ControlCommand::kStatus:
+      reply = StatusReply(request->cookie);
+      break;
+    case ControlCommand::kExit:
+      reply.message = "stopping";
+      SendTo(from, ControlReplyMessage(reply), false);
+      RequestStop("control exit");
+      return;
+    case ControlCommand::kReload: {
+      const absl::Status reloaded = handler_->Reload();
+      reply.ok = reloaded.ok();
+      reply.message = reloaded.ok() ? "reloaded" : std::string(reloaded.message());
+      LogNotice("reload requested: %s", reloaded.ok() ? "ok" : reloaded.ToString());
+      break;
+    }
+    case ControlCommand::kSettle:
+      if (Idle()) break;
+      if (settlers_.size() >= kMaxSettlers) {
+        reply.ok = false;
+        reply.message = "too many settle requests waiting";
+        break;
+      }
+      // A retransmitted request replaces its earlier copy.
+      settlers_.erase(std::remove_if(settlers_.begin(), settlers_.end(),
+                                     [&](const AckTarget& t) {
+                                       return SameAddress(t.address, from) &&
+                                              t.cookie == request->cookie;
+                                     }),
+                      settlers_.end());
+      settlers_.push_back(AckTarget{from, request->cookie});
+      return;  // answered by CheckIdle
+    case ControlCommand::kMonitor: {
+      auto it = std::find_if(monitors_.begin(), monitors_.end(),
+                             [&](const Monitor& m) { return SameAddress(m.address, from); });
+      if (it != monitors_.end()) {
+        it->cookie = request->cookie;  // a re-subscription (monitors renew periodically)
+      } else if (monitors_.size() >= kMaxMonitors) {
+        reply.ok = false;
+        reply.message = "too many monitors";
+      } else {
+        monitors_.push_back(Monitor{from, request->cookie});
+        LogInfo("monitor subscribed (%d now)", monitors_.size());
+      }
+      break;
+    }
+    case ControlCommand::kUnmonitor:
+      monitors_.erase(std::remove_if(monitors_.begin(), monitors_.end(),
+                                     [&](const Monitor& m) {
+                                       return SameAddress(m.address, from);
+                                     }),
+                      monitors_.end());
+      break;
+  }
+  SendTo(from, ControlReplyMessage(reply), false);
+}
+
+ControlReply Daemon::StatusReply(uint32_t cookie) const {
+  ControlReply reply;
+  reply.cookie = cookie;
+  auto add = [&](absl::string_view key, uint64_t value) {
+    reply.fields.emplace_back(std::string(key), absl::StrCat(value));
+  };
+  add("received", counters_.received);
+  add("handled", counters_.handled);
+  add("failed", counters_.failed);
+  add("timed_out", counters_.timed_out);
+  add("killed", counters_.killed);
+  add("held", reorderer_.held());
+  add("queued", scheduler_.queued());
+  add("running", scheduler_.running());
+  add("acks_sent", counters_.acks_sent);
+  add("reorder_timeouts", counters_.reorder_timeouts);
+  add("missing_seqnums", counters_.missing_seqnums);
+  add("netlink_received", counters_.netlink_received);
+  add("netlink_overruns", counters_.netlink_overruns);
+  add("resyncs", counters_.resyncs);
+  add("resync_events", counters_.resync_events);
+  add("monitors", monitors_.size());
+  add("monitor_drops", counters_.monitor_drops);
+  add("reply_failures", counters_.reply_failures);
+  add("children_max", scheduler_.children_max());
+  add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
+  std::vector<std::pair<std::string, uint64_t>> dropped(counters_.dropped.begin(),
+                                                        counters_.dropped.end());
+  std::sort(dropped.begin(), dropped.end());
+  for (const auto& [reason, count] : dropped) add(absl::StrCat("dropped_", reason), count);
+  return reply;
+}
+
+void Daemon::Drop(DropReason reason, absl::string_view detail) {
+  Drop(DropReasonName(reason), detail);
+}
+
+void Daemon::Drop(absl::string_view reason, absl::string_view detail) {
+  uint64_t& count = counters_.dropped[reason];
+  ++count;
+  // One line per drop for the first few of each reason, then one per power of two, so a flood
+  // of bad input cannot flood the log.
+  if (count <= 8 || (count & (count - 1)) == 0) {
+    LogWarning("dropped (%s, %d so far): %s", reason, count, detail);
+  }
+}
+
+size_t Daemon::Pending() const {
+  return reorderer_.held() + scheduler_.queued() + scheduler_.running();
+}
+
+bool Daemon::Idle() const { return Pending() == 0; }
+
+void Daemon::Accept(Event event, std::optional<AckTarget> ack, bool want_ack) {
+  if (!want_ack) ack.reset();
+  const MonoTime now = MonoNow();
+  if (event.seqnum.has_value()) {
+    const uint64_t seqnum = *event.seqnum;
+    const bool was_holding = reorderer_.held() > 0;
+    if (Pending() >= options_.max_pending) {
+      Drop(DropReason::kQueueFull, absl::StrCat("SEQNUM=", seqnum, ": ", Pending(), " pending"));
+      return;
+    }
+    PushResult pushed = reorderer_.Push(std::move(event), now);
+    if (pushed.duplicate()) {
+      Drop(DropReason::kDuplicate, absl::StrCat("SEQNUM=", seqnum, " seen before"));
+      if (!ack.has_value()) return;
+      // Ack when the first copy is done; at once if it already is.
+      if (pushed.disposition == PushDisposition::kDuplicateOfHeld) {
+        held_acks_[seqnum].push_back(*ack);
+      } else if (auto id = seqnum_to_id_.find(seqnum); id != seqnum_to_id_.end()) {
+        events_[id->second].acks.push_back(*ack);
+      } else {
+        SendAck(*ack, seqnum, EventResult::kDuplicate);
+      }
+      return;
+    }
+    ++counters_.received;
+    if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
+    NoteMissing(pushed.missing, "too many held events");
+    Release(std::move(pushed.released));
+    if (!was_holding && reorderer_.held() > 0) reorder_changed_.NotifyAll();
+    return;
+  }
+  // No SEQNUM: no reordering; a retransmission is recognised by its cookie.
+  if (ack.has_value()) {
+    if (auto it = cookie_to_id_.find(ack->cookie); it != cookie_to_id_.end()) {
+      Drop(DropReason::kDuplicate, absl::StrCat(EventLabel(event), " (cookie) seen before"));
+      if (it->second != 0) {
+        events_[it->second].acks.push_back(*ack);
+      } else {
+        SendAck(*ack, std::nullopt, EventResult::kDuplicate);
+      }
+      return;
+    }
+  }
+  if (Pending() >= options_.max_pending) {
+    Drop(DropReason::kQueueFull, absl::StrCat(EventLabel(event), ": ", Pending(), " pending"));
+    return;
+  }
+  ++counters_.received;
+  const uint64_t id = ReleaseOne(std::move(event), MonoNow());
+  if (ack.has_value()) {
+    events_[id].acks.push_back(*ack);
+    events_[id].cookie = ack->cookie;
+    cookie_to_id_[ack->cookie] = id;
+    cookie_order_.push_back(ack->cookie);
+    while (cookie_order_.size() > kMaxRememberedCookies) {
+      const uint32_t old = cookie_order_.front();
+      cookie_order_.pop_front();
+      if (auto it = cookie_to_id_.find(old); it != cookie_to_id_.end() && it->second == 0) {
+        cookie_to_id_.erase(it);
+      }
+    }
+  }
+  Pump();
+}
+
+void Daemon::NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why) {
+  if (missing.empty()) return;
+  uint64_t count = 0;
+  for (const SeqnumRange& r : missing) count += r.count();
+  counters_.missing_seqnums += count;
+  LogWarning("%s: gave up waiting for SEQNUM %s", why, FormatSeqnums(missing));
+}
+
+uint64_t Daemon::ReleaseOne(Event event, MonoTime now) {
+  const uint64_t id = scheduler_.Enqueue(event.devpath);
+  EventRecord& record = events_[id];
+  record.released_at = now;
+  if (event.seqnum.has_value()) {
+    seqnum_to_id_[*event.seqnum] = id;
+    if (auto it = held_acks_.find(*event.seqnum); it != held_acks_.end()) {
+      record.acks = std::move(it->second);
+      held_acks_.erase(it);
+    }
+  }
+  record.event = std::move(event);
+  return id;
+}
+
+void Daemon::Release(std::vector<Event> events) {
+  if (events.empty()) return;
+  const MonoTime now = MonoNow();
+  for (Event& event : events) (void)ReleaseOne(std::move(event), now);
+  Pump();
+}
+
+void Daemon::Pump() {
+  // Not re-entrant: a handler that completes at once finishes inside Spawn and pumps again;
+  // that nested call only asks this loop for another round, so the stack stays flat.
+  if (pumping_) {
+    pump_again_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    pump_again_ = false;
+    for (const uint64_t id : scheduler_.TakeRunnable()) workers_.Spawn(RunEvent(id));
+  } while (pump_again_);
+  pumping_ = false;
+}
+
+Task<void> Daemon::RunEvent(uint64_t id) {
+  // events_ is a node map: the record stays put while other events come and go.
+  EventRecord& record = events_[id];
+  const Event& event = record.event;
+  HandlerResult result = co_await handler_->Handle(*reactor_, event);
+  const MonoTime now = MonoNow();
+  const absl::Duration took = Since(record.released_at, now);
+  const EventResult outcome = ResultOf(result.outcome);
+  switch (result.outcome) {
+    case HandlerOutcome::kHandled:
+      ++counters_.handled;
+      LogInfo("%s SUBSYSTEM=%s: handled in %d us", EventLabel(event), event.subsystem,
+              absl::ToInt64Microseconds(took));
+      break;
+    case HandlerOutcome::kFailed:
+      ++counters_.failed;
+      LogWarning("%s SUBSYSTEM=%s: failed (%s) after %d us", EventLabel(event), event.subsystem,
+                 result.detail, absl::ToInt64Microseconds(took));
+      break;
+    case HandlerOutcome::kTimedOut:
+      ++counters_.timed_out;
+      LogWarning("%s SUBSYSTEM=%s: %s", EventLabel(event), event.subsystem, result.detail);
+      break;
+  }
+  if (result.killed) ++counters_.killed;
+  for (const AckTarget& target : record.acks) SendAck(target, event.seqnum, outcome);
+  NotifyMonitors(event, outcome, took);
+  if (rebroadcast_fd_.valid()) {
+    const absl::Status sent =
+        io::SendToGroup(rebroadcast_fd_.get(), options_.rebroadcast_group, EncodeKernelUevent(event));
+    if (!sent.ok()) LogWarning("rebroadcast: %s", sent.ToString());
+  }
+  if (event.seqnum.has_value()) seqnum_to_id_.erase(*event.seqnum);
+  if (record.cookie != 0) {
+    if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
+  }
+  events_.erase(id);
+  if (const absl::Status finished = scheduler_.Finish(id); !finished.ok()) {
+    LogError("scheduler: %s", finished.ToString());
+  }
+  Pump();
+  CheckIdle();
+}
+
+void Daemon::CheckIdle() {
+  if (!Idle()) return;
+  if (!settlers_.empty()) {
+    std::vector<AckTarget> settlers = std::move(settlers_);
+    settlers_.clear();
+    for (const AckTarget& settler : settlers) {
+      ControlReply reply;
+      reply.cookie = settler.cookie;
+      reply.message = "settled";
+      SendTo(settler.address, ControlReplyMessage(reply), false);
+    }
+  }
+  idle_.NotifyAll();
+}
+
+Task<void> Daemon::ReorderTimer() {
+  for (;;) {
+    const std::optional<MonoTime> deadline = reorderer_.NextDeadline();
+    if (!deadline.has_value()) {
+      co_await reorder_changed_.Wait();
+      continue;
+    }
+    // Deadlines only move later (the oldest hold's), so sleeping to this one and checking
+    // again is exact enough and needs one timer for the whole reorderer.
+    (void)co_await io::SleepUntil(*reactor_, *deadline);
+    ExpireResult expired = reorderer_.Expire(MonoNow());
+    if (expired.released.empty()) continue;
+    ++counters_.reorder_timeouts;
+    NoteMissing(expired.missing, "reorder timeout");
+    Release(std::move(expired.released));
+    CheckIdle();
+  }
+}
+
+void Daemon::SendTo(const io::SocketAddress& to, const WireMessage& message, bool is_monitor) {
+  const std::string bytes = EncodeWireMessage(message);
+  if (::sendto(control_fd_.get(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+               to.get(), to.length) == static_cast<ssize_t>(bytes.size())) {
+    return;
+  }
+  const int err = errno;
+  if (is_monitor) {
+    ++counters_.monitor_drops;
+    if (err == ECONNREFUSED || err == ENOENT) {
+      monitors_.erase(std::remove_if(monitors_.begin(), monitors_.end(),
+                                     [&](const Monitor& m) { return SameAddress(m.address, to); }),
+                      monitors_.end());
+      LogInfo("monitor gone; %d left", monitors_.size());
+    }
+    return;
+  }
+  ++counters_.reply_failures;
+  LogDebug("reply not sent: %s", strerror(err));
+}
+
+void Daemon::SendAck(const AckTarget& target, std::optional<uint64_t> seqnum,
+                     EventResult result) {
+  Ack ack;
+  ack.cookie = target.cookie;
+  ack.seqnum = seqnum;
+  ack.result = result;
+  SendTo(target.address, AckMessage(ack), false);
+  ++counters_.acks_sent;
+}
+
+void Daemon::NotifyMonitors(const Event& event, EventResult result, absl::Duration duration) {
+  if (monitors_.empty()) return;
+  MonitorEvent monitor_event;
+  monitor_event.event = event;
+  monitor_event.result = result;
+  monitor_event.duration_us = static_cast<uint64_t>(absl::ToInt64Microseconds(duration));
+  // Copy: a failed send may remove a monitor from the list.
+  const std::vector<Monitor> monitors = monitors_;
+  for (const Monitor& monitor : monitors) {
+    SendTo(monitor.address, MonitorEventMessage(monitor_event, monitor.cookie), true);
+  }
+}
+
+Task<void> Daemon::ReceiveNetlink() {
+  io::MultishotReceiver receiver(*reactor_, netlink_fd_.get(), netlink_ring_);
+  bool in_storm = false;
+  for (;;) {
+    absl::StatusOr<io::Datagram> datagram = co_await receiver.Next();
+    if (!datagram.ok()) {
+      if (io::IsSocketOverrun(datagram.status())) {
+        ++counters_.netlink_overruns;
+        if (!in_storm) {
+          LogWarning("netlink: receive queue overrun (ENOBUFS): the kernel dropped uevents; "
+                     "re-synchronising from %s", options_.sysfs_root);
+          in_storm = true;
+        }
+        if (!resync_pending_) {
+          resync_pending_ = true;
+          services_.Spawn(ResyncLater());
+        }
+        continue;
+      }
+      LogError("netlink: %s", datagram.status().ToString());
+      (void)co_await io::Sleep(*reactor_, absl::Milliseconds(10));
+      continue;
+    }
+    in_storm = resync_pending_;
+    const io::NetlinkOrigin origin = io::CheckNetlinkOrigin(datagram->peer, datagram->credentials);
+    if (origin != io::NetlinkOrigin::kKernel && !options_.netlink_trust_userspace) {
+      Drop(io::NetlinkDropReason(origin), "uevent not sent by the kernel");
+      continue;
+    }
+    if (datagram->truncated) {
+      Drop(DropReason::kOversize, "netlink datagram larger than a ring buffer");
+      continue;
+    }
+    absl::StatusOr<Event> event = ParseKernelUevent(datagram->payload);
+    if (!event.ok()) {
+      const std::optional<DropReason> reason = DropReasonOf(event.status());
+      Drop(reason.value_or(DropReason::kTruncated), event.status().message());
+      continue;
+    }
+    ++counters_.netlink_received;
+    Accept(std::move(*event), std::nullopt, false);
+  }
+}
+
+Task<void> Daemon::ResyncLater() {
+  (void)co_await io::Sleep(*reactor_, kResyncDelay);
+  resync_pending_ = false;
+  Resync();
+}
+
+void Daemon::Resync() {
+  ++counters_.resyncs;
+  absl::StatusOr<std::vector<Event>> events = SynthesizeAddEvents(options_.sysfs_root);
+  if (!events.ok()) {
+    LogError("resync: %s", events.status().ToString());
+    return;
+  }
+  // A device whose event is still queued or running gets handled anyway: skip it.
+  absl::flat_hash_set<std::string> pending;
+  for (const auto& [id, record] : events_) pending.insert(record.event.devpath);
+  size_t synthesized = 0;
+  for (Event& event : *events) {
+    if (pending.contains(event.devpath)) continue;
+    ++synthesized;
+    Accept(std::move(event), std::nullopt, false);
+  }
+  counters_.resync_events += synthesized;
+  LogNotice("resync: synthesized %d add events from %s", synthesized, options_.sysfs_root);
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,179 @@
+// Daemon: `hotring daemon`. Owns the reactor, the sockets (control datagram socket, kernel
+// netlink), the reorderer, the scheduler, the handler and every task that runs on them, on one
+// thread. Events flow: receive -> validate -> Reorderer (SEQNUM gate, one timer) -> Scheduler
+// (devpath blocking, children_max) -> Handler -> ack the sender, tell monitors, wake settlers.
+#ifndef HOTRING_HOTPLUG_DAEMON_H_
+#define HOTRING_HOTPLUG_DAEMON_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "core/notifier.h"
+#include "core/task.h"
+#include "core/task_scope.h"
+#include "core/unique_fd.h"
+#include "hotplug/drop_reason.h"
+#include "hotplug/event.h"
+#include "hotplug/handler.h"
+#include "hotplug/reorderer.h"
+#include "hotplug/scheduler.h"
+#include "hotplug/wire.h"
+#include "io/buffer_ring.h"
+#include "io/multishot.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+#include "io/signals.h"
+
+namespace hotring::hotplug {
+
+struct DaemonOptions {
+  std::string socket = "/run/hotring/control";  // a path, or "@name" for an abstract socket
+  // First SEQNUM expected. Unset: /sys/kernel/uevent_seqnum + 1 when `seqnum_file` is readable
+  // and netlink is on (kernel numbering), else the first SEQNUM seen.
+  std::optional<uint64_t> expect_seqnum;
+  std::string seqnum_file = "/sys/kernel/uevent_seqnum";
+  absl::Duration reorder_timeout = absl::Seconds(5);
+  size_t children_max = 0;      // 0: 8 + 2 x CPUs
+  size_t max_pending = 100000;  // held + queued + running; beyond it events are dropped
+  std::string exec_program;     // --exec; empty: no handler
+  absl::Duration event_timeout = absl::Seconds(180);
+  absl::Duration kill_grace = absl::Seconds(5);
+  // Kernel uevents.
+  bool netlink = true;
+  int netlink_rcvbuf = 128 << 20;
+  bool netlink_trust_userspace = false;  // tests in a private network namespace only
+  std::string sysfs_root = "/sys";       // the ENOBUFS resync walks this tree
+  uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off
+};
+
+// Counters reported by `hotring control status`.
+struct DaemonCounters {
+  uint64_t received = 0;   // events accepted (validated) from any source
+  uint64_t handled = 0;
+  uint64_t failed = 0;
+  uint64_t timed_out = 0;
+  uint64_t killed = 0;
+  uint64_t acks_sent = 0;
+  uint64_t reorder_timeouts = 0;  // times held events were released by the timeout
+  uint64_t missing_seqnums = 0;   // SEQNUMs given up on
+  uint64_t netlink_received = 0;
+  uint64_t netlink_overruns = 0;  // ENOBUFS: the kernel dropped uevents
+  uint64_t resyncs = 0;           // sysfs re-synchronisations after overruns
+  uint64_t resync_events = 0;     // add events synthesized by them
+  uint64_t monitor_drops = 0;     // monitor datagrams that could not be queued
+  uint64_t reply_failures = 0;    // acks/replies the kernel refused to queue
+  absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
+};
+
+class Daemon {
+ public:
+  // Binds the sockets (the control socket bind is the lock against a second daemon) and
+  // prepares everything; nothing runs until Run().
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(DaemonOptions options,
+                                                        std::unique_ptr<Handler> handler);
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+  ~Daemon();
+
+  // Serves until SIGTERM/SIGINT or `control exit`, then finishes what was accepted and returns.
+  absl::Status Run();
+
+ private:
+  struct AckTarget {
+    io::SocketAddress address;
+    uint32_t cookie = 0;
+  };
+  struct EventRecord {
+    Event event;
+    std::vector<AckTarget> acks;
+    MonoTime released_at;
+    uint32_t cookie = 0;  // SEQNUM-less events sent with an ack request
+  };
+  struct Monitor {
+    io::SocketAddress address;
+    uint32_t cookie = 0;
+  };
+
+  Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
+  absl::Status Init();
+  Task<absl::Status> Main();
+  Task<void> ReceiveControl();
+  Task<void> ReceiveNetlink();
+  Task<void> ReorderTimer();
+  Task<void> WatchSignals();
+  Task<void> RunEvent(uint64_t id);
+  Task<void> ResyncLater();
+
+  void HandleControlDatagram(const io::Datagram& datagram);
+  void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
+  // Takes a validated event from any source. `ack`: who to tell when it is done.
+  void Accept(Event event, std::optional<AckTarget> ack, bool want_ack);
+  void Release(std::vector<Event> events);
+  // Queues one released event (the caller pumps); returns its scheduler id.
+  uint64_t ReleaseOne(Event event, MonoTime now);
+  void NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why);
+  void Pump();
+  void CheckIdle();
+  void Resync();
+  void Drop(DropReason reason, absl::string_view detail);
+  void Drop(absl::string_view reason, absl::string_view detail);
+  void SendTo(const io::SocketAddress& to, const WireMessage& message, bool is_monitor);
+  void SendAck(const AckTarget& target, std::optional<uint64_t> seqnum, EventResult result);
+  void NotifyMonitors(const Event& event, EventResult result, absl::Duration duration);
+  [[nodiscard]] bool Idle() const;
+  [[nodiscard]] size_t Pending() const;
+  [[nodiscard]] ControlReply StatusReply(uint32_t cookie) const;
+  void RequestStop(absl::string_view why);
+
+  DaemonOptions options_;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<io::Reactor> reactor_;
+  std::optional<io::SignalFd> signals_;
+  UniqueFd control_fd_;
+  std::string control_path_;  // unlinked at exit (empty for abstract names)
+  UniqueFd netlink_fd_;
+  UniqueFd rebroadcast_fd_;
+  std::shared_ptr<io::BufferRing> control_ring_;
+  std::shared_ptr<io::BufferRing> netlink_ring_;
+
+  Reorderer reorderer_;
+  Scheduler scheduler_;
+  DaemonCounters counters_;
+  absl::node_hash_map<uint64_t, EventRecord> events_;      // by scheduler id (stable refs)
+  absl::flat_hash_map<uint64_t, uint64_t> seqnum_to_id_;   // queued or running, by SEQNUM
+  absl::flat_hash_map<uint64_t, std::vector<AckTarget>> held_acks_;  // held in the reorderer
+  // SEQNUM-less events sent with an ack request, by cookie, so a retransmission is not handled
+  // twice: the scheduler id while in flight, 0 once done. Bounded FIFO.
+  absl::flat_hash_map<uint32_t, uint64_t> cookie_to_id_;
+  std::deque<uint32_t> cookie_order_;
+  std::vector<Monitor> monitors_;
+  std::vector<AckTarget> settlers_;
+  bool pumping_ = false;
+  bool pump_again_ = false;
+  bool stopping_ = false;
+  bool force_stop_ = false;  // a second SIGTERM: abandon running events
+  bool resync_pending_ = false;
+  Notifier stop_;         // RequestStop
+  Notifier reorder_changed_;
+  Notifier idle_;         // nothing held, queued or running
+  MonoTime started_at_;
+
+  // Last members: destroyed first, so no task outlives what it uses.
+  TaskScope workers_;   // one task per running event
+  TaskScope services_;  // receive loops, reorder timer, signal watcher
+};
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_DAEMON_H_

@@ -1,0 +1,549 @@
+// End-to-end tests of `hotring daemon` with the real binary: events sent over the control
+// socket, a recording handler (testing/record_handler.cc) that logs what ran when, and
+// assertions on what actually happened.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "hotplug/event_parser.h"
+#include "hotplug/wire.h"
+#include "io/socket.h"
+#include "testing/daemon_fixture.h"
+
+namespace hotring::hotplug {
+namespace {
+
+using ::hotring::testing::BackgroundCommand;
+using ::hotring::testing::CommandResult;
+using ::hotring::testing::DaemonProcess;
+using ::hotring::testing::MakeTempDir;
+using ::hotring::testing::RunHotring;
+
+// One line of record.log.
+struct HandlerRun {
+  std::string seqnum;
+  std::string devpath;
+  std::string action;
+  std::string subsystem;
+  int64_t start = 0;
+  int64_t end = -1;  // -1: crashed
+  std::string fds;
+  std::string env_keys;
+};
+
+std::string RecordHandlerSource() {
+  for (const char* var : {"TEST_SRCDIR"}) {
+    if (const char* dir = std::getenv(var)) {
+      const std::string path = absl::StrCat(dir, "/hotring/testing/record_handler");
+      if (::access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return "testing/record_handler";
+}
+
+// A temp dir with a copy of the recording handler; runs land in <dir>/record.log.
+class Recorder {
+ public:
+  Recorder() {
+    dir_ = *MakeTempDir("hotring_record");
+    handler_ = dir_ + "/handler";
+    std::ifstream in(RecordHandlerSource(), std::ios::binary);
+    std::ofstream out(handler_, std::ios::binary);
+    out << in.rdbuf();
+    out.close();
+    ::chmod(handler_.c_str(), 0755);
+  }
+  const std::string& handler() const { return handler_; }
+  const std::string& dir() const { return dir_; }
+
+  std::vector<HandlerRun> Runs() const {
+    std::ifstream in(dir_ + "/record.log");
+    std::vector<HandlerRun> runs;
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::vector<std::string> f = absl::StrSplit(line, ' ');
+      if (f.size() < 9) continue;
+      HandlerRun r;
+      r.seqnum = f[0];
+      r.devpath = f[1];
+      r.action = f[2];
+      r.subsystem = f[3];
+      (void)absl::SimpleAtoi(f[4], &r.start);
+      if (f[5] != "crash") (void)absl::SimpleAtoi(f[5], &r.end);
+      r.fds = f[7];
+      r.env_keys = f[8];
+      runs.push_back(r);
+    }
+    return runs;
+  }
+
+ private:
+  std::string dir_;
+  std::string handler_;
+};
+
+// Sends events straight onto the daemon's socket, as `hotring send` does, but without a
+// process per event.
+class RawSender {
+ public:
+  explicit RawSender(const std::string& socket) {
+    address_ = *io::UnixAddress(socket);
+    fd_ = *io::UnixSocket(SOCK_DGRAM);
+  }
+  bool SendBytes(absl::string_view bytes) {
+    return ::sendto(fd_.get(), bytes.data(), bytes.size(), 0, address_.get(), address_.length) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  bool SendEvent(const EnvVars& env) {
+    absl::StatusOr<Event> event = EventFromFields(env);
+    if (!event.ok()) return false;
+    return SendBytes(EncodeWireMessage(EventMessage(*event, 1, false)));
+  }
+
+ private:
+  io::SocketAddress address_;
+  UniqueFd fd_;
+};
+
+EnvVars TestEvent(uint64_t seqnum, const std::string& devpath, EnvVars extra = {}) {
+  EnvVars env = {{"ACTION", "add"},
+                 {"DEVPATH", devpath},
+                 {"SUBSYSTEM", "test"},
+                 {"SEQNUM", absl::StrCat(seqnum)}};
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+DaemonProcess StartDaemon(std::vector<std::string> args) {
+  absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start({.args = std::move(args)});
+  EXPECT_TRUE(daemon.ok()) << daemon.status();
+  return std::move(*daemon);
+}
+
+// Every SEQNUM ran exactly once; on each DEVPATH, runs did not overlap and went in SEQNUM order.
+void ExpectOrderedAndComplete(const std::vector<HandlerRun>& runs, uint64_t first, uint64_t count) {
+  std::map<uint64_t, int> times;
+  std::map<std::string, std::vector<std::pair<uint64_t, const HandlerRun*>>> by_devpath;
+  for (const HandlerRun& r : runs) {
+    uint64_t seqnum;
+    ASSERT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum)) << r.seqnum;
+    ++times[seqnum];
+    by_devpath[r.devpath].emplace_back(seqnum, &r);
+  }
+  ASSERT_EQ(times.size(), count);
+  for (uint64_t s = first; s < first + count; ++s) EXPECT_EQ(times[s], 1) << "SEQNUM " << s;
+  for (auto& [devpath, list] : by_devpath) {
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.second->start < b.second->start;
+    });
+    for (size_t i = 1; i < list.size(); ++i) {
+      EXPECT_LT(list[i - 1].first, list[i].first) << devpath << ": ran out of SEQNUM order";
+      EXPECT_LE(list[i - 1].second->end, list[i].second->start)
+          << devpath << ": SEQNUM " << list[i - 1].first << " and " << list[i].first
+          << " overlapped";
+    }
+  }
+}
+
+std::map<std::string, uint64_t> Status(const DaemonProcess& daemon) {
+  absl::StatusOr<std::map<std::string, uint64_t>> status = daemon.Status();
+  EXPECT_TRUE(status.ok()) << status.status();
+  return status.ok() ? *status : std::map<std::string, uint64_t>{};
+}
+
+// The seed's first run: SEQNUM 0..999 in order (twenty devices, so some must wait their turn).
+TEST(DaemonTest, ThousandEventsInOrderRunOnceEachAndInOrderPerDevice) {
+  Recorder recorder;
+  DaemonProcess daemon =
+      StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "0", "--children-max", "8"});
+  RawSender sender(daemon.socket());
+  for (uint64_t i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(sender.SendEvent(
+        TestEvent(i, absl::StrCat("/devices/test/dev", i % 20), {{"SLEEP_MS", "1"}})));
+  }
+  ASSERT_TRUE(daemon.Settle(absl::Seconds(120)).ok()) << daemon.Log();
+  ExpectOrderedAndComplete(recorder.Runs(), 0, 1000);
+  auto status = Status(daemon);
+  EXPECT_EQ(status["received"], 1000u);
+  EXPECT_EQ(status["handled"], 1000u);
+  EXPECT_EQ(status["missing_seqnums"], 0u);
+  EXPECT_TRUE(daemon.Stop().ok()) << daemon.Log();
+}
+
+// The seed's second run: SEQNUM 1..1000 with 0 never sent. Everything waits for the timeout,
+// then runs in order.
+TEST(DaemonTest, MissingFirstSeqnumHoldsEverythingUntilTheTimeout) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon(
+      {"--exec", recorder.handler(), "--expect-seqnum", "0", "--reorder-timeout", "1"});
+  RawSender sender(daemon.socket());
+  timespec t0;
+  ::clock_gettime(CLOCK_MONOTONIC, &t0);
+  const int64_t sent_at = static_cast<int64_t>(t0.tv_sec) * 1000000000 + t0.tv_nsec;
+  for (uint64_t i = 1; i <= 1000; ++i) {
+    ASSERT_TRUE(sender.SendEvent(TestEvent(i, absl::StrCat("/devices/test/dev", i % 20))));
+  }
+  ASSERT_TRUE(daemon.Settle(absl::Seconds(120)).ok()) << daemon.Log();
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ExpectOrderedAndComplete(runs, 1, 1000);
+  int64_t first_start = INT64_MAX;
+  for (const HandlerRun& r : runs) first_start = std::min(first_start, r.start);
+  EXPECT_GE(first_start - sent_at, 1'000'000'000) << "released before the 1 s timeout";
+  auto status = Status(daemon);
+  EXPECT_EQ(status["missing_seqnums"], 1u);
+  EXPECT_GE(status["reorder_timeouts"], 1u);
+  EXPECT_NE(daemon.Log().find("gave up waiting for SEQNUM 0"), std::string::npos) << daemon.Log();
+}
+
+TEST(DaemonTest, HangingHandlerIsTerminatedAndTheDaemonGoesOn) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1",
+                                      "--event-timeout", "0.5", "--kill-grace", "0.3"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/hang", {{"HANG", "1"}})));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/stubborn", {{"HANG", "stubborn"}})));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(3, "/devices/fine")));
+  ASSERT_TRUE(daemon.Settle(absl::Seconds(30)).ok()) << daemon.Log();
+  auto status = Status(daemon);
+  EXPECT_EQ(status["timed_out"], 2u);
+  EXPECT_EQ(status["killed"], 1u);  // only the one that ignored SIGTERM
+  EXPECT_EQ(status["handled"], 1u);
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].devpath, "/devices/fine");
+  EXPECT_TRUE(daemon.Stop().ok());
+}
+
+TEST(DaemonTest, CrashingHandlerCountsAsFailed) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/crash", {{"CRASH", "1"}})));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/exit3", {{"EXIT", "3"}})));
+  ASSERT_TRUE(daemon.Settle().ok());
+  auto status = Status(daemon);
+  EXPECT_EQ(status["failed"], 2u);
+  EXPECT_EQ(status["handled"], 0u);
+  EXPECT_NE(daemon.Log().find("signal 6"), std::string::npos) << daemon.Log();
+  EXPECT_NE(daemon.Log().find("exit 3"), std::string::npos) << daemon.Log();
+}
+
+TEST(DaemonTest, GrandchildHoldingStdoutDoesNotHoldTheEvent) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/gc", {{"GRANDCHILD", "1"}})));
+  // The grandchild sleeps 30 s with the pipes open; the event must be done long before.
+  EXPECT_TRUE(daemon.Settle(absl::Seconds(10)).ok()) << daemon.Log();
+  EXPECT_EQ(Status(daemon)["handled"], 1u);
+}
+
+TEST(DaemonTest, FloodingHandlerDoesNotGrowTheDaemon) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/flood", {{"FLOOD", "100000000"}})));
+  ASSERT_TRUE(daemon.Settle(absl::Seconds(60)).ok()) << daemon.Log().substr(0, 2000);
+  EXPECT_EQ(Status(daemon)["handled"], 1u);
+  std::ifstream in(absl::StrCat("/proc/", daemon.pid(), "/status"));
+  std::string line;
+  int64_t hwm_kb = -1;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "VmHWM:")) {
+      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(line.substr(6), "kB")),
+                             &hwm_kb);
+    }
+  }
+  ASSERT_GT(hwm_kb, 0);
+  EXPECT_LT(hwm_kb, 64 * 1024) << "peak RSS after 100 MB of handler output";
+}
+
+TEST(DaemonTest, HandlerSeesOnlyStdioAndTheEventEnvironment) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/env", {{"FOO", "bar"}})));
+  ASSERT_TRUE(daemon.Settle().ok());
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].fds, "0,1,2");
+  EXPECT_EQ(runs[0].subsystem, "test");  // argv[1]
+  EXPECT_EQ(runs[0].env_keys, "ACTION,DEVPATH,FOO,HOME,PATH,SEQNUM,SUBSYSTEM");
+}
+
+TEST(DaemonTest, UnprivilegedSenderIsDroppedAndCounted) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  const std::string bytes = EncodeWireMessage(
+      EventMessage(*EventFromFields(TestEvent(1, "/devices/evil")), 7, false));
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(3);
+    }
+    RawSender sender(daemon.socket());
+    ::_exit(sender.SendBytes(bytes) ? 0 : 4);
+  }
+  int wstatus;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/good")));
+  ASSERT_TRUE(daemon.Settle().ok());
+  auto status = Status(daemon);
+  EXPECT_EQ(status["dropped_unprivileged"], 1u);
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].devpath, "/devices/good");
+}
+
+TEST(DaemonTest, MalformedDatagramsAreCountedAndSurvived) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  std::string good = EncodeWireMessage(EventMessage(*EventFromFields(TestEvent(9, "/x")), 1, false));
+  std::string bad_magic = good;
+  bad_magic[0] = 'X';
+  std::string bad_version = good;
+  bad_version[4] = 99;
+  ASSERT_TRUE(sender.SendBytes(bad_magic));
+  ASSERT_TRUE(sender.SendBytes(bad_version));
+  ASSERT_TRUE(sender.SendBytes(good.substr(0, 10)));                 // truncated header
+  ASSERT_TRUE(sender.SendBytes(std::string(9000, 'A')));             // oversize
+  ASSERT_TRUE(sender.SendBytes(""));                                 // empty
+  auto event_bytes = [](const EnvVars& fields) {
+    WireMessage m;
+    m.type = WireType::kEvent;
+    m.fields = fields;
+    return EncodeWireMessage(m);
+  };
+  ASSERT_TRUE(sender.SendBytes(event_bytes({{"DEVPATH", "/a"}, {"SEQNUM", "3"}})));  // no ACTION
+  ASSERT_TRUE(sender.SendBytes(event_bytes({{"ACTION", "add"}, {"DEVPATH", "a"}})));
+  ASSERT_TRUE(
+      sender.SendBytes(event_bytes({{"ACTION", "add"}, {"DEVPATH", "/a"}, {"SEQNUM", "x1"}})));
+  EnvVars many = {{"ACTION", "add"}, {"DEVPATH", "/a"}};
+  for (int i = 0; i < 70; ++i) many.emplace_back(absl::StrCat("V", i), "1");
+  ASSERT_TRUE(sender.SendBytes(event_bytes(many)));
+  // A key without '=': hand-built env block.
+  std::string no_eq = good.substr(0, 16) + std::string("ACTION=add\0DEVPATH=/a\0NOEQUALS\0", 31);
+  const uint32_t len = 31;
+  std::memcpy(no_eq.data() + 12, &len, 4);
+  ASSERT_TRUE(sender.SendBytes(no_eq));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/after")));
+  ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
+  auto status = Status(daemon);
+  EXPECT_EQ(status["dropped_bad_magic"], 1u);
+  EXPECT_EQ(status["dropped_bad_version"], 1u);
+  EXPECT_EQ(status["dropped_truncated"], 2u);
+  EXPECT_EQ(status["dropped_oversize"], 1u);
+  EXPECT_EQ(status["dropped_bad_action"], 1u);
+  EXPECT_EQ(status["dropped_bad_devpath"], 1u);
+  EXPECT_EQ(status["dropped_bad_seqnum"], 1u);
+  EXPECT_EQ(status["dropped_too_many_variables"], 1u);
+  EXPECT_EQ(status["dropped_bad_variable"], 1u);
+  EXPECT_EQ(status["handled"], 1u);
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].devpath, "/devices/after");
+}
+
+TEST(DaemonTest, SecondDaemonOnTheSameSocketRefusesToStart) {
+  DaemonProcess daemon = StartDaemon({});
+  absl::StatusOr<CommandResult> second =
+      RunHotring({"daemon", "--no-netlink", "--socket", daemon.socket()}, {}, absl::Seconds(10));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->exit_code, 1);
+  EXPECT_NE(second->err.find("already in use"), std::string::npos) << second->err;
+}
+
+TEST(DaemonTest, SendFromTheUeventHelperEnvironmentWaitsForTheAck) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "5"});
+  absl::StatusOr<CommandResult> sent = RunHotring(
+      {"send", "usb", "--socket", daemon.socket(), "--wait=10"},
+      {"ACTION=add", "DEVPATH=/devices/usb1", "SEQNUM=5", "HOME=/", "PATH=/bin", "PRODUCT=1/2/3"});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(sent->exit_code, 0) << sent->err;
+  // Acked after handling: the run is already on record without a settle.
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].seqnum, "5");
+  EXPECT_EQ(runs[0].subsystem, "usb");
+  EXPECT_EQ(runs[0].env_keys, "ACTION,DEVPATH,HOME,PATH,PRODUCT,SEQNUM,SUBSYSTEM");
+}
+
+TEST(DaemonTest, RetransmittedDuplicateIsHandledOnceAndAckedTwice) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<CommandResult> sent =
+        RunHotring({"send", "--socket", daemon.socket(), "--wait=10", "--env", "ACTION=add",
+                    "--env", "DEVPATH=/devices/dup", "--env", "SEQNUM=1", "--env", "SUBSYSTEM=t"});
+    ASSERT_TRUE(sent.ok());
+    EXPECT_EQ(sent->exit_code, 0) << sent->err;
+  }
+  EXPECT_EQ(recorder.Runs().size(), 1u);
+  EXPECT_EQ(Status(daemon)["dropped_duplicate"], 1u);
+}
+
+TEST(DaemonTest, FailedHandlerMakesSendWaitFail) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  absl::StatusOr<CommandResult> sent =
+      RunHotring({"send", "--socket", daemon.socket(), "--wait=10", "--env", "ACTION=add",
+                  "--env", "DEVPATH=/devices/f", "--env", "SEQNUM=1", "--env", "EXIT=2"});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(sent->exit_code, 1);
+  EXPECT_NE(sent->err.find("failed"), std::string::npos) << sent->err;
+}
+
+TEST(DaemonTest, KilledDaemonRestartedWhileSendWaitRetriesLosesNothing) {
+  Recorder recorder;
+  // A path socket (not abstract), so the restart also replaces a stale socket file. /tmp keeps
+  // the path within sun_path's 108 bytes.
+  char dir_template[] = "/tmp/hotring_restart_XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string socket = dir + "/control";
+  const std::vector<std::string> args = {"--exec", recorder.handler(), "--expect-seqnum", "1"};
+  absl::StatusOr<DaemonProcess> daemon =
+      DaemonProcess::Start({.socket = socket, .args = args});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  std::vector<BackgroundCommand> senders;
+  for (int i = 1; i <= 10; ++i) {
+    absl::StatusOr<BackgroundCommand> c = BackgroundCommand::Start(
+        {testing::HotringBinary(), "send", "--socket", socket, "--wait=60", "--env",
+         "ACTION=add", "--env", absl::StrCat("DEVPATH=/devices/r", i), "--env",
+         absl::StrCat("SEQNUM=", i), "--env", "SLEEP_MS=300"});
+    ASSERT_TRUE(c.ok());
+    senders.push_back(std::move(*c));
+  }
+  ::usleep(150 * 1000);  // some events are running now
+  daemon->Kill();        // SIGKILL: no ack for whatever was queued or running
+  ::usleep(500 * 1000);  // senders retry against a dead socket for a while
+  absl::StatusOr<DaemonProcess> restarted =
+      DaemonProcess::Start({.socket = socket, .args = args});
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  for (BackgroundCommand& c : senders) {
+    absl::StatusOr<CommandResult> r = c.Wait(absl::Seconds(90));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->exit_code, 0) << r->err;
+  }
+  std::set<std::string> seen;
+  for (const HandlerRun& r : recorder.Runs()) seen.insert(r.seqnum);
+  for (int i = 1; i <= 10; ++i) EXPECT_TRUE(seen.contains(absl::StrCat(i))) << "SEQNUM " << i;
+  EXPECT_TRUE(restarted->Stop().ok());
+}
+
+TEST(DaemonTest, MonitorSeesEveryHandledEventInOrderPerDevice) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  absl::StatusOr<BackgroundCommand> monitor = BackgroundCommand::Start(
+      {testing::HotringBinary(), "monitor", "--socket", daemon.socket(), "--count", "60"});
+  ASSERT_TRUE(monitor.ok());
+  // Give the monitor time to subscribe: it prints a line on stderr when it has.
+  ::usleep(500 * 1000);
+  RawSender sender(daemon.socket());
+  for (uint64_t i = 1; i <= 60; ++i) {
+    ASSERT_TRUE(sender.SendEvent(TestEvent(i, absl::StrCat("/devices/m", i % 3))));
+  }
+  absl::StatusOr<CommandResult> out = monitor->Wait(absl::Seconds(30));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->exit_code, 0) << out->err;
+  std::map<std::string, std::vector<uint64_t>> by_devpath;
+  std::set<uint64_t> seen;
+  for (const absl::string_view line : absl::StrSplit(out->out, '\n', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    ASSERT_GE(f.size(), 5u) << line;
+    uint64_t seqnum;
+    ASSERT_TRUE(absl::SimpleAtoi(f[0], &seqnum)) << line;
+    EXPECT_EQ(f[1], "add");
+    EXPECT_EQ(f[3], "(test)");
+    EXPECT_EQ(f[4], "handled");
+    seen.insert(seqnum);
+    by_devpath[std::string(f[2])].push_back(seqnum);
+  }
+  EXPECT_EQ(seen.size(), 60u);
+  for (const auto& [devpath, list] : by_devpath) {
+    EXPECT_TRUE(std::is_sorted(list.begin(), list.end())) << devpath;
+  }
+}
+
+TEST(DaemonTest, ControlStatusJsonAndExit) {
+  DaemonProcess daemon = StartDaemon({});
+  absl::StatusOr<CommandResult> json =
+      RunHotring({"control", "status", "--json", "--socket", daemon.socket()});
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->exit_code, 0);
+  for (const char* key : {"\"received\": 0", "\"handled\": 0", "\"failed\": 0",
+                          "\"timed_out\": 0", "\"killed\": 0", "\"held\": 0", "\"queued\": 0",
+                          "\"running\": 0", "\"dropped_bad_magic\": 0"}) {
+    EXPECT_NE(json->out.find(key), std::string::npos) << key << " in " << json->out;
+  }
+  absl::StatusOr<CommandResult> exit =
+      RunHotring({"control", "exit", "--socket", daemon.socket()});
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->exit_code, 0);
+  int wstatus = 0;
+  for (int i = 0; i < 500 && ::waitpid(daemon.pid(), &wstatus, WNOHANG) == 0; ++i) {
+    ::usleep(10000);
+  }
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+}
+
+TEST(DaemonTest, SettleTimesOutWhileAnEventHangs) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/hang", {{"HANG", "1"}})));
+  absl::StatusOr<CommandResult> settle =
+      RunHotring({"settle", "--socket", daemon.socket(), "--timeout", "0.5"});
+  ASSERT_TRUE(settle.ok());
+  EXPECT_EQ(settle->exit_code, 1);
+  EXPECT_EQ(Status(daemon)["running"], 1u);
+}
+
+TEST(DaemonTest, SigtermFinishesAcceptedEventsBeforeExiting) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon(
+      {"--exec", recorder.handler(), "--expect-seqnum", "1", "--reorder-timeout", "30"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/a", {{"SLEEP_MS", "200"}})));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(3, "/devices/b")));  // held: 2 is missing
+  ::usleep(100 * 1000);
+  ASSERT_TRUE(daemon.Stop().ok()) << daemon.Log();
+  std::set<std::string> seen;
+  for (const HandlerRun& r : recorder.Runs()) seen.insert(r.seqnum);
+  EXPECT_EQ(seen, (std::set<std::string>{"1", "3"}));
+}
+
+TEST(DaemonTest, BadArgumentsAreAClearError) {
+  absl::StatusOr<CommandResult> r = RunHotring({"daemon", "--children-max", "zero"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_NE(r->err.find("--children-max"), std::string::npos) << r->err;
+  r = RunHotring({"send", "--env", "ACTION=add"});  // no DEVPATH
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_NE(r->err.find("DEVPATH"), std::string::npos) << r->err;
+  r = RunHotring({"daemon", "--exec", "relative/path", "--no-netlink", "--socket", "@x-bad"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2);
+}
+
+}  // namespace
+}  // namespace hotring::hotplug

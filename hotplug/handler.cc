@@ -1,0 +1,74 @@
+#include "hotplug/handler.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace hotring::hotplug {
+
+std::string EventLabel(const Event& event) {
+  if (event.seqnum.has_value()) {
+    return absl::StrCat("SEQNUM=", *event.seqnum, " ACTION=", event.action,
+                        " DEVPATH=", event.devpath);
+  }
+  return absl::StrCat("ACTION=", event.action, " DEVPATH=", event.devpath);
+}
+
+Task<HandlerResult> NullHandler::Handle(io::Reactor& reactor, const Event& event) {
+  co_return HandlerResult{};
+}
+
+absl::StatusOr<std::unique_ptr<ExecHandler>> ExecHandler::Create(Options options) {
+  if (options.program.empty() || options.program[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--exec needs an absolute path (no PATH search): '", options.program, "'"));
+  }
+  if (::access(options.program.c_str(), X_OK) != 0) {
+    return ErrnoStatus(absl::StrCat("access(", options.program, ", X_OK)"));
+  }
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
+  return std::unique_ptr<ExecHandler>(new ExecHandler(std::move(options), std::move(spawner)));
+}
+
+Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event) {
+  SpawnRequest request;
+  request.program = options_.program;
+  request.argv = {options_.program, event.subsystem};
+  bool has_home = false;
+  bool has_path = false;
+  request.envp.reserve(event.env.size() + 2);
+  for (const auto& [key, value] : event.env) {
+    has_home |= key == "HOME";
+    has_path |= key == "PATH";
+    request.envp.push_back(absl::StrCat(key, "=", value));
+  }
+  if (!has_home) request.envp.push_back("HOME=/");
+  if (!has_path) request.envp.push_back("PATH=/sbin:/bin:/usr/sbin:/usr/bin");
+  request.label = EventLabel(event);
+  request.timeout = options_.timeout;
+  request.kill_grace = options_.kill_grace;
+  absl::StatusOr<SpawnResult> run = co_await spawner_->Run(reactor, std::move(request));
+  HandlerResult result;
+  if (!run.ok()) {
+    result.outcome = HandlerOutcome::kFailed;
+    result.detail = std::string(run.status().message());
+    co_return result;
+  }
+  result.killed = run->killed;
+  if (run->timed_out) {
+    result.outcome = HandlerOutcome::kTimedOut;
+    result.detail = absl::StrCat("timed out after ", absl::FormatDuration(options_.timeout),
+                                 run->killed ? ", killed" : ", terminated");
+  } else if (run->exit.success()) {
+    result.outcome = HandlerOutcome::kHandled;
+    result.detail = "exit 0";
+  } else {
+    result.outcome = HandlerOutcome::kFailed;
+    result.detail = run->exit.exited ? absl::StrCat("exit ", run->exit.code)
+                                     : absl::StrCat("signal ", run->exit.code);
+  }
+  co_return result;
+}
+
+}  // namespace hotring::hotplug

@@ -1,0 +1,73 @@
+// The handler stage of the pipeline: what the daemon does with one released event. Pluggable:
+// `--exec PROGRAM` runs a program per event (ExecHandler); with no handler events are only
+// ordered, acked and reported (NullHandler); rules and module loading plug in here too.
+#ifndef HOTRING_HOTPLUG_HANDLER_H_
+#define HOTRING_HOTPLUG_HANDLER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/task.h"
+#include "hotplug/event.h"
+#include "hotplug/spawner.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug {
+
+// How handling one event ended.
+enum class HandlerOutcome { kHandled, kFailed, kTimedOut };
+
+struct HandlerResult {
+  HandlerOutcome outcome = HandlerOutcome::kHandled;
+  bool killed = false;  // a child had to be SIGKILLed
+  std::string detail;   // for the log: "exit 3", "signal 11", "exec: No such file", ...
+};
+
+// Handles events. Implementations own whatever they need (a Spawner, parsed rules).
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  // Handles one event; several run concurrently (on different devices).
+  virtual Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) = 0;
+  // SIGHUP / `control reload`: re-read configuration. The default has nothing to re-read.
+  virtual absl::Status Reload() { return absl::OkStatus(); }
+  // One word for logs and status: "exec", "none".
+  [[nodiscard]] virtual std::string Name() const = 0;
+};
+
+// Does nothing: every event is handled at once.
+class NullHandler final : public Handler {
+ public:
+  Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
+  [[nodiscard]] std::string Name() const override { return "none"; }
+};
+
+// Runs PROGRAM with argv [PROGRAM, SUBSYSTEM] and the event's environment (plus HOME and PATH
+// as the kernel's uevent helper gets them, unless the event has its own), like /sbin/hotplug.
+class ExecHandler final : public Handler {
+ public:
+  struct Options {
+    std::string program;
+    absl::Duration timeout = absl::Seconds(180);
+    absl::Duration kill_grace = absl::Seconds(5);
+  };
+  static absl::StatusOr<std::unique_ptr<ExecHandler>> Create(Options options);
+
+  Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
+  [[nodiscard]] std::string Name() const override { return "exec"; }
+
+ private:
+  ExecHandler(Options options, std::unique_ptr<Spawner> spawner)
+      : options_(std::move(options)), spawner_(std::move(spawner)) {}
+  Options options_;
+  std::unique_ptr<Spawner> spawner_;
+};
+
+// "SEQNUM=12 ACTION=add DEVPATH=/devices/x" (SEQNUM omitted when absent): how logs name events.
+[[nodiscard]] std::string EventLabel(const Event& event);
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_HANDLER_H_

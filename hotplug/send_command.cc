@@ -1,0 +1,239 @@
+// `hotring send`: one event to the daemon, from the environment (the kernel's uevent-helper
+// convention) or from --env arguments; with --wait, retransmitted until the daemon acks that
+// it was handled. With --autostart (the default as `hotring-send`) a missing daemon is started,
+// as udevsend did.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/clock.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "hotplug/client.h"
+#include "hotplug/commands.h"
+#include "hotplug/wire.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+
+extern char** environ;
+
+namespace hotring::hotplug {
+namespace {
+
+constexpr absl::string_view kSendUsage =
+    "usage: hotring send [SUBSYSTEM] [options]\n"
+    "  --env KEY=VALUE      an event variable (repeatable); without any, the environment is\n"
+    "                       the event (ACTION, DEVPATH, SEQNUM, SUBSYSTEM, ...)\n"
+    "  --socket PATH|@NAME  daemon socket (default /run/hotring/control)\n"
+    "  --wait[=S]           wait until the event was handled (default 30 s), retransmitting\n"
+    "  --timeout S          give up reaching a daemon after S seconds (default 5)\n"
+    "  --autostart          start the daemon if none listens\n"
+    "  --daemon-arg ARG     extra argument for the autostarted daemon (repeatable)\n";
+
+// Shell and login variables that are not part of an event.
+bool IsShellVariable(absl::string_view key) {
+  static constexpr absl::string_view kSkip[] = {
+      "HOME", "PATH", "PWD", "OLDPWD", "SHLVL", "_", "TERM", "LANG", "LANGUAGE", "HOSTNAME",
+      "USER", "LOGNAME", "SHELL", "MAIL", "COLUMNS", "LINES", "TZ", "SSH_CLIENT",
+      "SSH_CONNECTION", "SSH_TTY", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "MOTD_SHOWN"};
+  for (const absl::string_view skip : kSkip) {
+    if (key == skip) return true;
+  }
+  return absl::StartsWith(key, "LC_") || absl::StartsWith(key, "HOTRING_") ||
+         absl::StartsWith(key, "TEST_") || absl::StartsWith(key, "BAZEL_") ||
+         absl::StartsWith(key, "RUNFILES_") || absl::StartsWith(key, "GTEST_");
+}
+
+struct SendOptions {
+  std::string socket = std::string(kDefaultSocket);
+  EnvVars env;
+  bool env_given = false;
+  std::string subsystem;
+  bool wait = false;
+  absl::Duration wait_timeout = absl::Seconds(30);
+  absl::Duration connect_timeout = absl::Seconds(5);
+  bool autostart = false;
+  std::vector<std::string> daemon_args;
+};
+
+absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions& options) {
+  FlagReader flags("send", args);
+  while (flags.Next()) {
+    const std::string& f = flags.flag();
+    if (flags.positional()) {
+      if (!options.subsystem.empty()) return flags.Unknown();
+      options.subsystem = f;
+    } else if (f == "--help") {
+      std::fputs(kSendUsage.data(), stdout);
+      std::exit(0);
+    } else if (f == "--env") {
+      HOTRING_ASSIGN_OR_RETURN(const std::string kv, flags.String());
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return flags.Error(absl::StrCat("--env needs KEY=VALUE, got '", kv, "'"));
+      }
+      options.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      options.env_given = true;
+    } else if (f == "--socket") {
+      HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
+    } else if (f == "--wait") {
+      options.wait = true;
+      if (std::optional<std::string> v = flags.InlineValue(); v.has_value()) {
+        double seconds;
+        if (!absl::SimpleAtod(*v, &seconds) || seconds <= 0) {
+          return flags.Error(absl::StrCat("--wait=S needs seconds > 0, got '", *v, "'"));
+        }
+        options.wait_timeout = absl::Seconds(seconds);
+      }
+    } else if (f == "--timeout") {
+      HOTRING_ASSIGN_OR_RETURN(options.connect_timeout, flags.Seconds());
+    } else if (f == "--autostart") {
+      HOTRING_RETURN_IF_ERROR(flags.NoValue());
+      options.autostart = true;
+    } else if (f == "--daemon-arg") {
+      HOTRING_ASSIGN_OR_RETURN(std::string arg, flags.String());
+      options.daemon_args.push_back(std::move(arg));
+    } else {
+      return flags.Unknown();
+    }
+  }
+  if (!options.env_given) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const absl::string_view kv(*e);
+      const size_t eq = kv.find('=');
+      if (eq == absl::string_view::npos || eq == 0) continue;
+      const absl::string_view key = kv.substr(0, eq);
+      if (IsShellVariable(key)) continue;
+      options.env.emplace_back(std::string(key), std::string(kv.substr(eq + 1)));
+    }
+  }
+  // The uevent helper gets SUBSYSTEM in argv[1] as well; add it if the env lacks it.
+  if (!options.subsystem.empty()) {
+    bool has = false;
+    for (const auto& [key, value] : options.env) has |= key == "SUBSYSTEM";
+    if (!has) options.env.emplace_back("SUBSYSTEM", options.subsystem);
+  }
+  return absl::OkStatus();
+}
+
+// Starts `hotring daemon --socket S ARGS...` detached (double fork, new session), so it
+// outlives this sender (often a short-lived kernel helper).
+absl::Status StartDaemon(const SendOptions& options) {
+  std::vector<std::string> argv = {"hotring", "daemon", "--socket", options.socket};
+  argv.insert(argv.end(), options.daemon_args.begin(), options.daemon_args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork");
+  if (pid == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      // stderr stays: under a kernel helper it is already /dev/null; a shell sees the log.
+    }
+    ::execv("/proc/self/exe", cargv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return absl::OkStatus();
+}
+
+// Exit code: 0 handled (or a duplicate of a handled event), 1 failed or no daemon.
+Task<int> Send(io::Reactor& reactor, ControlClient& client, const SendOptions& options,
+               const Event& event) {
+  const uint32_t cookie = NewCookie();
+  const std::string label = event.seqnum.has_value()
+                                ? absl::StrCat("SEQNUM=", *event.seqnum, " ", event.devpath)
+                                : event.devpath;
+  const WireMessage message = EventMessage(event, cookie, options.wait);
+  const MonoTime deadline =
+      MonoNow() + (options.wait ? std::max(options.wait_timeout, options.connect_timeout)
+                                : options.connect_timeout);
+  absl::Duration backoff = absl::Milliseconds(10);
+  absl::Duration retransmit = absl::Milliseconds(500);
+  bool started = false;
+  for (;;) {
+    const absl::Duration left = Since(MonoNow(), deadline);
+    if (left <= absl::ZeroDuration()) break;
+    const absl::Status sent = client.Send(message);
+    if (!sent.ok()) {
+      if (sent.code() != absl::StatusCode::kUnavailable) {
+        std::fprintf(stderr, "hotring send: %s\n", std::string(sent.message()).c_str());
+        co_return 1;
+      }
+      if (options.autostart && !started) {
+        started = true;
+        if (const absl::Status s = StartDaemon(options); !s.ok()) {
+          std::fprintf(stderr, "hotring send: cannot start daemon: %s\n",
+                       std::string(s.message()).c_str());
+        }
+      }
+      (void)co_await io::Sleep(reactor, std::min(backoff, left));
+      backoff = std::min(backoff * 2, absl::Milliseconds(500));
+      continue;
+    }
+    if (!options.wait) co_return 0;
+    absl::StatusOr<WireMessage> reply =
+        co_await client.Receive(reactor, cookie, std::min(retransmit, left));
+    if (!reply.ok()) {
+      if (reply.status().code() != absl::StatusCode::kDeadlineExceeded) {
+        std::fprintf(stderr, "hotring send: %s\n", std::string(reply.status().message()).c_str());
+        co_return 1;
+      }
+      retransmit = std::min(retransmit * 2, absl::Seconds(4));
+      continue;  // retransmit: the daemon drops the copy by SEQNUM but acks it
+    }
+    absl::StatusOr<Ack> ack = AckFromMessage(*reply);
+    if (!ack.ok()) continue;
+    switch (ack->result) {
+      case EventResult::kHandled:
+      case EventResult::kDuplicate:
+        co_return 0;
+      case EventResult::kFailed:
+      case EventResult::kTimedOut:
+        std::fprintf(stderr, "hotring send: %s: %s\n", label.c_str(),
+                     std::string(EventResultName(ack->result)).c_str());
+        co_return 1;
+    }
+  }
+  std::fprintf(stderr, "hotring send: %s: %s from %s\n", label.c_str(),
+               options.wait ? "no ack" : "no daemon listening", options.socket.c_str());
+  co_return 1;
+}
+
+}  // namespace
+
+int SendCommand(const std::vector<std::string>& args) {
+  SendOptions options;
+  if (absl::Status parsed = ParseSendOptions(args, options); !parsed.ok()) {
+    return ReportError("send", parsed);
+  }
+  absl::StatusOr<Event> event = EventFromFields(std::move(options.env), EventSource::kSend);
+  if (!event.ok()) {
+    return ReportError("send", absl::InvalidArgumentError(absl::StrCat(
+                                   "not a valid event: ", event.status().message())));
+  }
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  if (!reactor.ok()) return ReportError("send", reactor.status());
+  absl::StatusOr<ControlClient> client = ControlClient::Open(options.socket);
+  if (!client.ok()) return ReportError("send", client.status());
+  absl::StatusOr<int> code = (*reactor)->BlockOn(Send(**reactor, *client, options, *event));
+  if (!code.ok()) return ReportError("send", code.status());
+  return *code;
+}
+
+}  // namespace hotring::hotplug

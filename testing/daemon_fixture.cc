@@ -1,0 +1,248 @@
+#include "testing/daemon_fixture.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/status.h"
+
+extern char** environ;
+
+namespace hotring::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Polls for the child's exit until `timeout`; true if it exited (status stored).
+bool WaitFor(pid_t pid, absl::Duration timeout, int* status) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return true;
+    if (absl::Now() >= deadline) return false;
+    ::usleep(2000);
+  }
+}
+
+int ExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string HotringBinary() {
+  if (const char* bin = std::getenv("HOTRING_BIN"); bin != nullptr && *bin != '\0') return bin;
+  for (const char* var : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
+    if (const char* dir = std::getenv(var); dir != nullptr) {
+      for (const char* rel : {"/hotring/hotring", "/__main__/hotring"}) {
+        const std::string path = absl::StrCat(dir, rel);
+        if (::access(path.c_str(), X_OK) == 0) return path;
+      }
+    }
+  }
+  return "hotring";
+}
+
+absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string templ = absl::StrCat(base != nullptr ? base : "/tmp", "/", prefix, "_XXXXXX");
+  if (::mkdtemp(templ.data()) == nullptr) return ErrnoStatus("mkdtemp");
+  return templ;
+}
+
+absl::StatusOr<BackgroundCommand> BackgroundCommand::Start(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  HOTRING_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir("hotring_cmd"));
+  const std::string out_path = dir + "/out";
+  const std::string err_path = dir + "/err";
+  std::vector<std::string> args = argv;
+  std::vector<std::string> envs = env;
+  std::vector<char*> cargs = CStrings(args);
+  std::vector<char*> cenv = CStrings(envs);
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork");
+  if (pid == 0) {
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execve(cargs[0], cargs.data(), env.empty() ? environ : cenv.data());
+    ::_exit(127);
+  }
+  return BackgroundCommand(pid, dir);
+}
+
+BackgroundCommand::BackgroundCommand(BackgroundCommand&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), dir_(std::move(other.dir_)) {}
+
+BackgroundCommand::~BackgroundCommand() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+absl::StatusOr<CommandResult> BackgroundCommand::Wait(absl::Duration timeout) {
+  if (pid_ <= 0) return absl::FailedPreconditionError("already waited");
+  int status = 0;
+  if (!WaitFor(pid_, timeout, &status)) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  CommandResult result;
+  result.exit_code = ExitCode(status);
+  result.out = ReadFile(dir_ + "/out");
+  result.err = ReadFile(dir_ + "/err");
+  ::unlink((dir_ + "/out").c_str());
+  ::unlink((dir_ + "/err").c_str());
+  ::rmdir(dir_.c_str());
+  return result;
+}
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& env,
+                                         absl::Duration timeout) {
+  HOTRING_ASSIGN_OR_RETURN(BackgroundCommand command, BackgroundCommand::Start(argv, env));
+  return command.Wait(timeout);
+}
+
+absl::StatusOr<CommandResult> RunHotring(const std::vector<std::string>& args,
+                                         const std::vector<std::string>& env,
+                                         absl::Duration timeout) {
+  std::vector<std::string> argv = {HotringBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, env, timeout);
+}
+
+absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
+  static std::atomic<int> counter{0};
+  if (options.socket.empty()) {
+    options.socket = absl::StrCat("@hotring-test-", ::getpid(), "-", counter++);
+  }
+  if (options.log_path.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir("hotring_daemon"));
+    options.log_path = dir + "/daemon.log";
+  }
+  std::vector<std::string> args = {HotringBinary(), "daemon", "--socket", options.socket};
+  if (!options.netlink) args.push_back("--no-netlink");
+  args.insert(args.end(), options.args.begin(), options.args.end());
+  std::vector<char*> cargs = CStrings(args);
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork");
+  if (pid == 0) {
+    const int log = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    ::execv(cargs[0], cargs.data());
+    ::_exit(127);
+  }
+  DaemonProcess daemon(pid, options.socket, options.log_path);
+  // Ready once it answers.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  for (;;) {
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      daemon.pid_ = -1;
+      return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status), ": ",
+                                              daemon.Log()));
+    }
+    absl::StatusOr<CommandResult> r =
+        RunHotring({"control", "status", "--socket", options.socket, "--timeout", "1"});
+    if (r.ok() && r->exit_code == 0) return daemon;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("daemon not ready: ", daemon.Log()));
+    }
+    ::usleep(20000);
+  }
+}
+
+DaemonProcess::DaemonProcess(DaemonProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      socket_(std::move(other.socket_)),
+      log_path_(std::move(other.log_path_)) {}
+
+DaemonProcess::~DaemonProcess() { Kill(); }
+
+std::string DaemonProcess::Log() const { return ReadFile(log_path_); }
+
+absl::StatusOr<std::map<std::string, uint64_t>> DaemonProcess::Status() const {
+  HOTRING_ASSIGN_OR_RETURN(const CommandResult r,
+                           RunHotring({"control", "status", "--socket", socket_}));
+  if (r.exit_code != 0) {
+    return absl::UnavailableError(absl::StrCat("control status: ", r.err));
+  }
+  std::map<std::string, uint64_t> counters;
+  for (const absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> kv = absl::StrSplit(line, ' ');
+    uint64_t value;
+    if (kv.size() == 2 && absl::SimpleAtoi(kv[1], &value)) counters[std::string(kv[0])] = value;
+  }
+  return counters;
+}
+
+absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
+  HOTRING_ASSIGN_OR_RETURN(
+      const CommandResult r,
+      RunHotring({"settle", "--socket", socket_, "--timeout",
+                  absl::StrCat(absl::ToDoubleSeconds(timeout))},
+                 {}, timeout + absl::Seconds(10)));
+  if (r.exit_code != 0) return absl::DeadlineExceededError(absl::StrCat("settle: ", r.err));
+  return absl::OkStatus();
+}
+
+absl::Status DaemonProcess::Stop(absl::Duration timeout) {
+  if (pid_ <= 0) return absl::FailedPreconditionError("daemon not running");
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  if (!WaitFor(pid_, timeout, &status)) {
+    Kill();
+    return absl::DeadlineExceededError("daemon did not stop after SIGTERM");
+  }
+  pid_ = -1;
+  if (ExitCode(status) != 0) {
+    return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status)));
+  }
+  return absl::OkStatus();
+}
+
+void DaemonProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace hotring::testing
