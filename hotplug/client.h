@@ -51,6 +51,14 @@ class ControlClient {
   UniqueFd fd_;
 };
 
+// One control request, one reply, on a reactor of its own (for the tools).
+absl::StatusOr<ControlReply> Ask(absl::string_view socket, ControlRequest request,
+                                 absl::Duration timeout);
+
+// Waits until the daemon on `socket` has nothing held, queued or running. OK also when no
+// daemon listens (nothing can be pending); DeadlineExceeded after `timeout`.
+absl::Status Settle(absl::string_view socket, absl::Duration timeout);
+
 // A random request cookie (never 0).
 [[nodiscard]] uint32_t NewCookie();
 

@@ -18,10 +18,6 @@ int SettleCommand(const std::vector<std::string>& args);
 int ControlCommandMain(const std::vector<std::string>& args);
 int MonitorCommand(const std::vector<std::string>& args);
 
-// Waits until the daemon on `socket` has nothing held, queued or running. OK also when no
-// daemon listens (nothing can be pending); DeadlineExceeded after `timeout`.
-absl::Status Settle(absl::string_view socket, absl::Duration timeout);
-
 // Prints `status` to stderr as "hotring <command>: <message>" and returns 2 for bad arguments
 // (InvalidArgument), else 1.
 int ReportError(absl::string_view command, const absl::Status& status);

@@ -25,20 +25,6 @@
 namespace hotring::hotplug {
 namespace {
 
-// One request, one reply: the tools' common path.
-absl::StatusOr<ControlReply> Ask(absl::string_view socket, ControlRequest request,
-                                 absl::Duration timeout) {
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::Reactor> reactor, io::Reactor::Create());
-  HOTRING_ASSIGN_OR_RETURN(ControlClient client, ControlClient::Open(socket));
-  request.cookie = NewCookie();
-  // Settle may wait long; every request is idempotent, so retransmitting is safe.
-  HOTRING_ASSIGN_OR_RETURN(
-      WireMessage reply,
-      reactor->BlockOn(client.Request(*reactor, ControlRequestMessage(request), timeout,
-                                      absl::Seconds(1))));
-  return ControlReplyFromMessage(std::move(reply));
-}
-
 std::string JsonString(absl::string_view s) {
   std::string out = "\"";
   for (const char c : s) {
@@ -56,19 +42,6 @@ std::string JsonString(absl::string_view s) {
 }
 
 }  // namespace
-
-absl::Status Settle(absl::string_view socket, absl::Duration timeout) {
-  ControlRequest request;
-  request.command = ControlCommand::kSettle;
-  absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
-  if (reply.ok()) {
-    if (!reply->ok) return absl::UnavailableError(reply->message);
-    return absl::OkStatus();
-  }
-  // Nothing can be pending in a daemon that does not exist.
-  if (reply.status().code() == absl::StatusCode::kUnavailable) return absl::OkStatus();
-  return reply.status();
-}
 
 int SettleCommand(const std::vector<std::string>& args) {
   std::string socket(kDefaultSocket);

@@ -1,0 +1,274 @@
+#include "hotplug/bench_events.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/clock.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "core/unique_fd.h"
+#include "hotplug/client.h"
+#include "hotplug/commands.h"
+#include "hotplug/spawner.h"
+#include "hotplug/wire.h"
+#include "io/netlink.h"
+#include "io/socket.h"
+
+extern char** environ;
+
+namespace hotring::hotplug {
+namespace {
+
+struct BenchOptions {
+  int64_t events = 100000;       // (a) no handler
+  int64_t exec_events = 2000;    // (b) --exec /bin/true, and the serial baseline
+  int64_t seed_events = 100;     // the seed's runs
+  absl::Duration reorder_timeout = absl::Seconds(5);
+  std::string program = "/bin/true";
+  int64_t children_max = 0;
+  bool json = false;
+};
+
+struct Figure {
+  std::string name;
+  int64_t events = 0;
+  double seconds = 0;
+  std::optional<double> daemon_cpu_us_per_event;
+};
+
+// CPU time of a single-threaded process, in ns (the first field of /proc/PID/schedstat).
+int64_t CpuNs(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/schedstat"));
+  int64_t ns = 0;
+  in >> ns;
+  return ns;
+}
+
+// A daemon child on a private socket, stopped (`control exit`) when dropped.
+class BenchDaemon {
+ public:
+  static absl::StatusOr<BenchDaemon> Start(const std::vector<std::string>& extra) {
+    static int counter = 0;
+    BenchDaemon d;
+    d.socket_ = absl::StrCat("@hotring-bench-", ::getpid(), "-", counter++);
+    std::vector<std::string> argv = {"hotring",       "daemon",          "--no-netlink",
+                                     "--socket",      d.socket_,         "--expect-seqnum",
+                                     "0",             "--log-level",     "warning"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    HOTRING_ASSIGN_OR_RETURN(d.spawner_, Spawner::Create());
+    SpawnRequest request;
+    request.program = "/proc/self/exe";
+    request.argv = argv;
+    for (char** e = environ; *e != nullptr; ++e) request.envp.emplace_back(*e);
+    HOTRING_ASSIGN_OR_RETURN(d.child_, d.spawner_->Start(request));
+    // Ready when settle answers.
+    for (int i = 0; i < 500; ++i) {
+      absl::StatusOr<ControlClient> probe = ControlClient::Open(d.socket_);
+      if (probe.ok() && Settle(d.socket_, absl::Seconds(1)).ok()) {
+        // Settle also returns OK with no daemon; make sure it is there.
+        ControlRequest status;
+        status.command = ControlCommand::kStatus;
+        if (probe->Send(ControlRequestMessage(status)).ok()) return d;
+      }
+      ::usleep(10000);
+    }
+    return absl::DeadlineExceededError("bench daemon did not come up");
+  }
+  BenchDaemon(BenchDaemon&&) = default;
+  ~BenchDaemon() {
+    if (child_.has_value() && !child_->reaped()) {
+      (void)child_->Signal(SIGTERM);
+      (void)child_->WaitBlocking();
+    }
+  }
+  [[nodiscard]] const std::string& socket() const { return socket_; }
+  [[nodiscard]] pid_t pid() const { return child_->pid(); }
+
+ private:
+  BenchDaemon() = default;
+  std::string socket_;
+  std::unique_ptr<Spawner> spawner_;
+  std::optional<ChildProcess> child_;
+};
+
+std::string EventBytes(int64_t seqnum, int64_t device) {
+  WireMessage m;
+  m.type = WireType::kEvent;
+  m.fields = {{"ACTION", "add"},
+              {"DEVPATH", absl::StrCat("/devices/bench/dev", device)},
+              {"SUBSYSTEM", "bench"},
+              {"SEQNUM", absl::StrCat(seqnum)}};
+  return EncodeWireMessage(m);
+}
+
+absl::Status SendAll(const std::string& socket, int64_t first, int64_t count) {
+  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string bytes = EventBytes(first + i, i);
+    // Blocking: when the daemon's queue is full the sender waits, as udevsend did.
+    if (::sendto(fd.get(), bytes.data(), bytes.size(), 0, address.get(), address.length) < 0) {
+      return ErrnoStatus("sendto");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Sends `count` events and waits until the daemon has handled them all.
+absl::StatusOr<Figure> Pipeline(const std::string& name, const std::vector<std::string>& args,
+                                int64_t first, int64_t count) {
+  HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(args));
+  const int64_t cpu_before = CpuNs(daemon.pid());
+  const MonoTime start = MonoNow();
+  HOTRING_RETURN_IF_ERROR(SendAll(daemon.socket(), first, count));
+  HOTRING_RETURN_IF_ERROR(Settle(daemon.socket(), absl::Seconds(600)));
+  const MonoTime end = MonoNow();
+  const int64_t cpu_after = CpuNs(daemon.pid());
+  Figure f{name, count, absl::ToDoubleSeconds(Since(start, end)), std::nullopt};
+  if (cpu_after > 0) {
+    // Includes the settle request and the reactor's start-up share: a small overcount.
+    f.daemon_cpu_us_per_event = static_cast<double>(cpu_after - cpu_before) / 1000.0 / count;
+  }
+  return f;
+}
+
+// The plain C-style baseline: one process, one datagram at a time, spawn and wait.
+absl::StatusOr<Figure> SerialBaseline(const std::string& program, int64_t count) {
+  const std::string socket = absl::StrCat("@hotring-bench-serial-", ::getpid());
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd server, io::BindUnix(SOCK_DGRAM, socket));
+  (void)io::SetReceiveBuffer(server.get(), 8 << 20);
+  const MonoTime start = MonoNow();
+  absl::Status send_status;
+  std::thread sender([&] { send_status = SendAll(socket, 0, count); });
+  char buffer[kMaxWireBytes];
+  int64_t handled = 0;
+  for (; handled < count; ++handled) {
+    if (::recv(server.get(), buffer, sizeof(buffer), 0) < 0) break;
+    pid_t pid;
+    char* const argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>("bench"),
+                          nullptr};
+    if (::posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ) != 0) break;
+    int status;
+    ::waitpid(pid, &status, 0);
+  }
+  const MonoTime end = MonoNow();
+  sender.join();
+  HOTRING_RETURN_IF_ERROR(send_status);
+  if (handled != count) return absl::InternalError("serial baseline stopped early");
+  return Figure{absl::StrCat("serial baseline (", program, ")"), count,
+                absl::ToDoubleSeconds(Since(start, end)), std::nullopt};
+}
+
+std::string Format(const std::vector<Figure>& figures, double ratio, bool json) {
+  std::vector<std::string> parts;
+  for (const Figure& f : figures) {
+    const std::string cpu = f.daemon_cpu_us_per_event.has_value()
+                                ? absl::StrFormat("%.2f", *f.daemon_cpu_us_per_event)
+                                : "";
+    if (json) {
+      parts.push_back(absl::StrFormat(
+          "{\"name\": \"%s\", \"events\": %d, \"seconds\": %.6f, \"events_per_s\": %.0f%s}",
+          f.name, f.events, f.seconds, f.events / f.seconds,
+          cpu.empty() ? "" : absl::StrCat(", \"daemon_cpu_us_per_event\": ", cpu)));
+    } else {
+      parts.push_back(absl::StrFormat("%-36s %7d events %9.3f s %10.0f events/s%s", f.name,
+                                      f.events, f.seconds, f.events / f.seconds,
+                                      cpu.empty() ? "" : absl::StrCat("  daemon CPU ", cpu,
+                                                                      " us/event")));
+    }
+  }
+  if (json) {
+    return absl::StrCat("{\"figures\": [", absl::StrJoin(parts, ", "),
+                        absl::StrFormat("], \"exec_over_serial\": %.2f}\n", ratio));
+  }
+  return absl::StrCat(absl::StrJoin(parts, "\n"),
+                      absl::StrFormat("\nthroughput with a handler / serial baseline: %.2fx\n",
+                                      ratio));
+}
+
+}  // namespace
+
+int BenchEventsCommand(const std::vector<std::string>& args) {
+  BenchOptions options;
+  FlagReader flags("bench events", args);
+  while (flags.Next()) {
+    absl::Status s;
+    const std::string& f = flags.flag();
+    auto take = [&](int64_t& out, int64_t min) {
+      absl::StatusOr<int64_t> v = flags.IntInRange(min, 100'000'000);
+      if (v.ok()) out = *v;
+      s = v.status();
+    };
+    if (f == "--events") {
+      take(options.events, 1);
+    } else if (f == "--exec-events") {
+      take(options.exec_events, 1);
+    } else if (f == "--seed-events") {
+      take(options.seed_events, 1);
+    } else if (f == "--children-max") {
+      take(options.children_max, 1);
+    } else if (f == "--reorder-timeout") {
+      absl::StatusOr<absl::Duration> v = flags.Seconds();
+      if (v.ok()) options.reorder_timeout = *v;
+      s = v.status();
+    } else if (f == "--exec") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) options.program = *v;
+      s = v.status();
+    } else if (f == "--json") {
+      options.json = true;
+      s = flags.NoValue();
+    } else {
+      s = flags.Unknown();
+    }
+    if (!s.ok()) return ReportError("bench events", s);
+  }
+  std::vector<std::string> common;
+  if (options.children_max > 0) {
+    common = {"--children-max", absl::StrCat(options.children_max)};
+  }
+  std::vector<std::string> exec = common;
+  exec.insert(exec.end(), {"--exec", options.program});
+  std::vector<std::string> gap = exec;
+  gap.insert(gap.end(),
+             {"--reorder-timeout", absl::StrCat(absl::ToDoubleSeconds(options.reorder_timeout))});
+  std::vector<Figure> figures;
+  for (auto step : std::vector<std::function<absl::StatusOr<Figure>()>>{
+           [&] { return Pipeline("daemon, no handler", common, 0, options.events); },
+           [&] {
+             return Pipeline(absl::StrCat("daemon, --exec ", options.program), exec, 0,
+                             options.exec_events);
+           },
+           [&] { return SerialBaseline(options.program, options.exec_events); },
+           [&] {
+             return Pipeline(absl::StrCat("seed run: ", options.seed_events, " in order"), exec,
+                             0, options.seed_events);
+           },
+           [&] {
+             return Pipeline(absl::StrCat("seed run: ", options.seed_events, " behind a gap (",
+                                          absl::FormatDuration(options.reorder_timeout), ")"),
+                             gap, 1, options.seed_events);
+           }}) {
+    absl::StatusOr<Figure> figure = step();
+    if (!figure.ok()) return ReportError("bench events", figure.status());
+    figures.push_back(std::move(*figure));
+  }
+  const double ratio = (figures[1].events / figures[1].seconds) /
+                       (figures[2].events / figures[2].seconds);
+  std::fputs(Format(figures, ratio, options.json).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace hotring::hotplug
