@@ -9,8 +9,8 @@
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
 // do ("ACTION -> PATH"); every failure on stderr; then one summary line on stdout:
-//   "N triggered, M failed (REASON: COUNT, ...), V vanished"
-// (the failure and vanished parts only when non-zero). On a terminal, and without --verbose, a
+//   "N triggered, M failed[ (REASON: COUNT, ...)][, V vanished]"
+// (the reasons when M > 0, the vanished part when V > 0). On a terminal, and without --verbose, a
 // progress line is redrawn while writing. A device that disappears before it could be
 // triggered is counted as vanished, not failed: there is nothing left to trigger, as udevadm
 // sees it.
