@@ -1,52 +1,86 @@
 #include "core/notifier.h"
 
 namespace hotring {
+namespace notifier_internal {
+
+void WaiterList::PushBack(WaiterNode* node) {
+  node->prev = tail;
+  node->next = nullptr;
+  if (tail != nullptr) {
+    tail->next = node;
+  } else {
+    head = node;
+  }
+  tail = node;
+  node->list = this;
+  ++size;
+}
+
+void WaiterList::Remove(WaiterNode* node) {
+  if (node->prev != nullptr) {
+    node->prev->next = node->next;
+  } else {
+    head = node->next;
+  }
+  if (node->next != nullptr) {
+    node->next->prev = node->prev;
+  } else {
+    tail = node->prev;
+  }
+  node->prev = node->next = nullptr;
+  node->list = nullptr;
+  --size;
+}
+
+}  // namespace notifier_internal
+
+namespace {
+
+// Ready waiters of this thread. Per thread because a coroutine never moves between threads
+// here: each reactor thread runs its own.
+notifier_internal::WaiterList& ReadyList() {
+  thread_local notifier_internal::WaiterList ready;
+  return ready;
+}
+
+}  // namespace
 
 void Notifier::Awaiter::await_suspend(std::coroutine_handle<> h) noexcept {
-  handle_ = h;
-  prev_ = notifier_->tail_;
-  next_ = nullptr;
-  if (notifier_->tail_ != nullptr) {
-    notifier_->tail_->next_ = this;
-  } else {
-    notifier_->head_ = this;
-  }
-  notifier_->tail_ = this;
-  ++notifier_->count_;
-  linked_ = true;
+  handle = h;
+  notifier_->waiting_.PushBack(this);
 }
 
 void Notifier::Awaiter::Unlink() noexcept {
-  if (!linked_) return;
-  if (prev_ != nullptr) {
-    prev_->next_ = next_;
-  } else {
-    notifier_->head_ = next_;
-  }
-  if (next_ != nullptr) {
-    next_->prev_ = prev_;
-  } else {
-    notifier_->tail_ = prev_;
-  }
-  prev_ = next_ = nullptr;
-  --notifier_->count_;
-  linked_ = false;
+  if (list != nullptr) list->Remove(this);
 }
 
 Notifier::~Notifier() {
-  while (head_ != nullptr) head_->Unlink();
+  while (waiting_.head != nullptr) waiting_.Remove(waiting_.head);
 }
 
 void Notifier::NotifyOne() {
-  if (head_ == nullptr) return;
-  Awaiter* const first = head_;
-  first->Unlink();
-  first->handle_.resume();
+  notifier_internal::WaiterNode* const first = waiting_.head;
+  if (first == nullptr) return;
+  waiting_.Remove(first);
+  ReadyList().PushBack(first);
 }
 
 void Notifier::NotifyAll() {
-  // Waiters that re-wait while we resume go to the tail; the count keeps them for next time.
-  for (size_t n = count_; n > 0 && head_ != nullptr; --n) NotifyOne();
+  while (waiting_.head != nullptr) NotifyOne();
 }
+
+bool RunReadyNotifications() {
+  notifier_internal::WaiterList& ready = ReadyList();
+  bool ran = false;
+  while (ready.head != nullptr) {
+    notifier_internal::WaiterNode* const node = ready.head;
+    ready.Remove(node);
+    ran = true;
+    node->handle.resume();
+  }
+  return ran;
+}
+
+bool HasReadyNotifications() { return ReadyList().head != nullptr; }
 
 }  // namespace hotring

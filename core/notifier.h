@@ -1,6 +1,9 @@
 // Notifier: lets tasks on one thread wait for "something changed" (a condition variable for
-// coroutines). A waiter that is destroyed while waiting unregisters itself, so dropping a task
-// that waits here is safe.
+// coroutines). Notifying never resumes a waiter inline: it moves the waiter to this thread's
+// ready list, which the event loop runs (RunReadyNotifications) once the notifier's caller has
+// returned. Inline resumption would let a woken task destroy the very task that notified it
+// (a stop request tearing down the receive loop that delivered it). A waiter destroyed while
+// waiting or ready unlinks itself, so dropping such a task is safe.
 #ifndef HOTRING_CORE_NOTIFIER_H_
 #define HOTRING_CORE_NOTIFIER_H_
 
@@ -9,10 +12,33 @@
 
 namespace hotring {
 
+namespace notifier_internal {
+
+struct WaiterList;
+
+// The links of one waiter; a waiter is in at most one list (a notifier's, or the ready list).
+struct WaiterNode {
+  std::coroutine_handle<> handle = nullptr;
+  WaiterNode* prev = nullptr;
+  WaiterNode* next = nullptr;
+  WaiterList* list = nullptr;
+};
+
+// An intrusive doubly-linked list of waiters. Borrows its nodes.
+struct WaiterList {
+  WaiterNode* head = nullptr;
+  WaiterNode* tail = nullptr;
+  size_t size = 0;
+  void PushBack(WaiterNode* node);
+  void Remove(WaiterNode* node);
+};
+
+}  // namespace notifier_internal
+
 // Owns the list of currently waiting coroutines (the waiters own their list nodes).
 class Notifier {
  public:
-  class Awaiter {
+  class Awaiter : private notifier_internal::WaiterNode {
    public:
     explicit Awaiter(Notifier* notifier) : notifier_(notifier) {}
     Awaiter(const Awaiter&) = delete;
@@ -23,13 +49,8 @@ class Notifier {
     void await_resume() noexcept { Unlink(); }
 
    private:
-    friend class Notifier;
     void Unlink() noexcept;
     Notifier* notifier_;
-    std::coroutine_handle<> handle_ = nullptr;
-    Awaiter* prev_ = nullptr;
-    Awaiter* next_ = nullptr;
-    bool linked_ = false;
   };
 
   Notifier() = default;
@@ -40,18 +61,22 @@ class Notifier {
   // Waits for the next NotifyOne/NotifyAll. Like a condition variable: re-check the condition.
   [[nodiscard]] Awaiter Wait() { return Awaiter(this); }
 
-  // Resumes (inline) every coroutine waiting at the time of the call.
+  // Makes every coroutine waiting now ready to run.
   void NotifyAll();
-  // Resumes the longest-waiting coroutine, if any.
+  // Makes the longest-waiting coroutine, if any, ready to run.
   void NotifyOne();
 
-  [[nodiscard]] size_t waiters() const { return count_; }
+  [[nodiscard]] size_t waiters() const { return waiting_.size; }
 
  private:
-  Awaiter* head_ = nullptr;
-  Awaiter* tail_ = nullptr;
-  size_t count_ = 0;
+  notifier_internal::WaiterList waiting_;
 };
+
+// Resumes every ready waiter of this thread, including ones made ready meanwhile; returns
+// whether any ran. The reactor's loop calls it; code without a reactor (tests) calls it itself.
+bool RunReadyNotifications();
+// True when a waiter of this thread is ready to run.
+[[nodiscard]] bool HasReadyNotifications();
 
 }  // namespace hotring
 

@@ -106,6 +106,7 @@ TEST(TaskTest, DestroyingASuspendedTaskDestroysNestedFrames) {
   EXPECT_EQ(destroyed, 2);
   EXPECT_EQ(never.waiters(), 0u);  // the destroyed waiter unregistered itself
   never.NotifyAll();               // and nothing dangling is resumed
+  EXPECT_FALSE(RunReadyNotifications());
   EXPECT_FALSE(resumed_past_wait);
 }
 
@@ -128,6 +129,8 @@ TEST(TaskScopeTest, JoinWaitsForEveryTask) {
   j.Start();
   EXPECT_FALSE(joined);
   go.NotifyAll();
+  EXPECT_FALSE(joined);  // never inline: the loop runs notified tasks
+  EXPECT_TRUE(RunReadyNotifications());
   EXPECT_TRUE(joined);
   EXPECT_EQ(finished, (std::vector<int>{0, 1, 2}));
   EXPECT_TRUE(scope.empty());
@@ -195,8 +198,11 @@ TEST(NotifierTest, NotifyOneIsFifoAndRewaitGoesToTheBack) {
   a.Start();
   b.Start();
   n.NotifyOne();  // 1, which waits again behind 2
+  RunReadyNotifications();
   n.NotifyOne();  // 2
+  RunReadyNotifications();
   n.NotifyOne();  // 1
+  RunReadyNotifications();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 1}));
   EXPECT_TRUE(a.done());
   EXPECT_TRUE(b.done());
@@ -216,9 +222,36 @@ TEST(NotifierTest, NotifyAllDoesNotLoopOnRewaiters) {
   a.Start();
   b.Start();
   n.NotifyAll();
+  RunReadyNotifications();
   EXPECT_EQ(wakeups, 2);
   n.NotifyAll();
+  RunReadyNotifications();
   EXPECT_EQ(wakeups, 4);
+}
+
+// The hazard inline resumption had: a woken task destroys the task that woke it.
+TEST(NotifierTest, AWokenTaskMayDestroyTheNotifier) {
+  Notifier stop;
+  Task<void> notifier_task;
+  bool after_notify = false;
+  auto stopper = [&]() -> Task<void> {
+    co_await stop.Wait();
+    notifier_task.Reset();  // destroys the task below, which called NotifyAll
+  };
+  auto notifying = [&]() -> Task<void> {
+    stop.NotifyAll();
+    after_notify = true;  // still running in a live frame
+    Notifier never;
+    co_await never.Wait();
+  };
+  Task<void> s = stopper();
+  s.Start();
+  notifier_task = notifying();
+  notifier_task.Start();
+  EXPECT_TRUE(after_notify);
+  EXPECT_TRUE(RunReadyNotifications());
+  EXPECT_TRUE(s.done());
+  EXPECT_FALSE(notifier_task.valid());
 }
 
 }  // namespace

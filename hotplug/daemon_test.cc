@@ -15,118 +15,30 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "hotplug/event_parser.h"
 #include "hotplug/wire.h"
 #include "io/socket.h"
 #include "testing/daemon_fixture.h"
+#include "testing/handler_recorder.h"
 
 namespace hotring::hotplug {
 namespace {
 
 using ::hotring::testing::BackgroundCommand;
+using ::hotring::testing::HandlerRun;
+using ::hotring::testing::TestEvent;
+using Recorder = ::hotring::testing::HandlerRecorder;
+using RawSender = ::hotring::testing::ControlSender;
 using ::hotring::testing::CommandResult;
 using ::hotring::testing::DaemonProcess;
 using ::hotring::testing::MakeTempDir;
 using ::hotring::testing::RunHotring;
-
-// One line of record.log.
-struct HandlerRun {
-  std::string seqnum;
-  std::string devpath;
-  std::string action;
-  std::string subsystem;
-  int64_t start = 0;
-  int64_t end = -1;  // -1: crashed
-  std::string fds;
-  std::string env_keys;
-};
-
-std::string RecordHandlerSource() {
-  for (const char* var : {"TEST_SRCDIR"}) {
-    if (const char* dir = std::getenv(var)) {
-      const std::string path = absl::StrCat(dir, "/hotring/testing/record_handler");
-      if (::access(path.c_str(), X_OK) == 0) return path;
-    }
-  }
-  return "testing/record_handler";
-}
-
-// A temp dir with a copy of the recording handler; runs land in <dir>/record.log.
-class Recorder {
- public:
-  Recorder() {
-    dir_ = *MakeTempDir("hotring_record");
-    handler_ = dir_ + "/handler";
-    std::ifstream in(RecordHandlerSource(), std::ios::binary);
-    std::ofstream out(handler_, std::ios::binary);
-    out << in.rdbuf();
-    out.close();
-    ::chmod(handler_.c_str(), 0755);
-  }
-  const std::string& handler() const { return handler_; }
-  const std::string& dir() const { return dir_; }
-
-  std::vector<HandlerRun> Runs() const {
-    std::ifstream in(dir_ + "/record.log");
-    std::vector<HandlerRun> runs;
-    std::string line;
-    while (std::getline(in, line)) {
-      const std::vector<std::string> f = absl::StrSplit(line, ' ');
-      if (f.size() < 9) continue;
-      HandlerRun r;
-      r.seqnum = f[0];
-      r.devpath = f[1];
-      r.action = f[2];
-      r.subsystem = f[3];
-      (void)absl::SimpleAtoi(f[4], &r.start);
-      if (f[5] != "crash") (void)absl::SimpleAtoi(f[5], &r.end);
-      r.fds = f[7];
-      r.env_keys = f[8];
-      runs.push_back(r);
-    }
-    return runs;
-  }
-
- private:
-  std::string dir_;
-  std::string handler_;
-};
-
-// Sends events straight onto the daemon's socket, as `hotring send` does, but without a
-// process per event.
-class RawSender {
- public:
-  explicit RawSender(const std::string& socket) {
-    address_ = *io::UnixAddress(socket);
-    fd_ = *io::UnixSocket(SOCK_DGRAM);
-  }
-  bool SendBytes(absl::string_view bytes) {
-    return ::sendto(fd_.get(), bytes.data(), bytes.size(), 0, address_.get(), address_.length) ==
-           static_cast<ssize_t>(bytes.size());
-  }
-  bool SendEvent(const EnvVars& env) {
-    absl::StatusOr<Event> event = EventFromFields(env);
-    if (!event.ok()) return false;
-    return SendBytes(EncodeWireMessage(EventMessage(*event, 1, false)));
-  }
-
- private:
-  io::SocketAddress address_;
-  UniqueFd fd_;
-};
-
-EnvVars TestEvent(uint64_t seqnum, const std::string& devpath, EnvVars extra = {}) {
-  EnvVars env = {{"ACTION", "add"},
-                 {"DEVPATH", devpath},
-                 {"SUBSYSTEM", "test"},
-                 {"SEQNUM", absl::StrCat(seqnum)}};
-  env.insert(env.end(), extra.begin(), extra.end());
-  return env;
-}
 
 DaemonProcess StartDaemon(std::vector<std::string> args) {
   absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start({.args = std::move(args)});
@@ -455,8 +367,8 @@ TEST(DaemonTest, MonitorSeesEveryHandledEventInOrderPerDevice) {
   absl::StatusOr<BackgroundCommand> monitor = BackgroundCommand::Start(
       {testing::HotringBinary(), "monitor", "--socket", daemon.socket(), "--count", "60"});
   ASSERT_TRUE(monitor.ok());
-  // Give the monitor time to subscribe: it prints a line on stderr when it has.
-  ::usleep(500 * 1000);
+  // The monitor says so on stderr once the daemon has taken its subscription.
+  ASSERT_TRUE(monitor->WaitForErr("monitoring handled events")) << monitor->ErrSoFar();
   RawSender sender(daemon.socket());
   for (uint64_t i = 1; i <= 60; ++i) {
     ASSERT_TRUE(sender.SendEvent(TestEvent(i, absl::StrCat("/devices/m", i % 3))));

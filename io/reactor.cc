@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/log.h"
+#include "core/notifier.h"
 #include "core/status.h"
 
 namespace hotring::io {
@@ -364,7 +365,8 @@ size_t Reactor::ResumeReady() {
 }
 
 absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
-  const unsigned wait_for = (block && ready_.empty() && in_flight_ > 0) ? 1 : 0;
+  const unsigned wait_for =
+      (block && ready_.empty() && !HasReadyNotifications() && in_flight_ > 0) ? 1 : 0;
   if (unsubmitted_ > 0 || wait_for > 0 || features_.defer_taskrun) {
     // With DEFER_TASKRUN completions are only posted when we enter the kernel to get events.
     if (wait_for == 0 && features_.defer_taskrun) {
@@ -377,14 +379,20 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
     }
   }
   Reap();
-  return ResumeReady();
+  size_t resumed = ResumeReady();
+  // Notifications made by what just ran; they may submit more, which the next round sees.
+  while (RunReadyNotifications()) {
+    ++resumed;
+    resumed += ResumeReady();
+  }
+  return resumed;
 }
 
 absl::Status Reactor::DriveUntilDone(std::coroutine_handle<> handle) {
   if (!handle) return absl::InvalidArgumentError("BlockOn: empty task");
   handle.resume();
   while (!handle.done()) {
-    if (ready_.empty() && in_flight_ == 0 && unsubmitted_ == 0) {
+    if (ready_.empty() && in_flight_ == 0 && unsubmitted_ == 0 && !HasReadyNotifications()) {
       return absl::FailedPreconditionError(
           "BlockOn: the task is suspended but no operation is in flight to wake it");
     }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -109,6 +110,17 @@ BackgroundCommand::~BackgroundCommand() {
     int status;
     ::waitpid(pid_, &status, 0);
   }
+}
+
+std::string BackgroundCommand::ErrSoFar() const { return ReadFile(dir_ + "/err"); }
+
+bool BackgroundCommand::WaitForErr(absl::string_view text, absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!absl::StrContains(ErrSoFar(), text)) {
+    if (absl::Now() > deadline) return false;
+    ::usleep(5000);
+  }
+  return true;
 }
 
 absl::StatusOr<CommandResult> BackgroundCommand::Wait(absl::Duration timeout) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace hotring::testing {
@@ -49,6 +50,10 @@ class BackgroundCommand {
   BackgroundCommand& operator=(const BackgroundCommand&) = delete;
   ~BackgroundCommand();
   [[nodiscard]] pid_t pid() const { return pid_; }
+  // What the command has written to stderr so far.
+  [[nodiscard]] std::string ErrSoFar() const;
+  // Polls stderr until it contains `text`; false after `timeout`.
+  bool WaitForErr(absl::string_view text, absl::Duration timeout = absl::Seconds(30)) const;
   // Waits up to `timeout` (then SIGKILLs) and returns the exit code and output.
   absl::StatusOr<CommandResult> Wait(absl::Duration timeout = absl::Seconds(60));
 

@@ -1,0 +1,273 @@
+// End-to-end tests of the daemon's kernel uevent source, in a private network namespace: a
+// test injects kernel-format uevents into group 1 (they arrive from a non-zero port, i.e. not
+// from the kernel). The whole test process enters the namespace first, so the daemons it starts
+// share it. Real host device events reach this namespace too: injected events use DEVPATHs under
+// /devices/virtual/hotring_test and SEQNUMs far above the host's, and assertions look at those.
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "hotplug/event_parser.h"
+#include "io/netlink.h"
+#include "testing/daemon_fixture.h"
+#include "testing/fake_sysfs.h"
+#include "testing/handler_recorder.h"
+#include "testing/uevent_injector.h"
+
+namespace hotring::hotplug {
+namespace {
+
+using ::hotring::testing::BackgroundCommand;
+using ::hotring::testing::CommandResult;
+using ::hotring::testing::DaemonProcess;
+using ::hotring::testing::FakeSysfs;
+using ::hotring::testing::HandlerRecorder;
+using ::hotring::testing::HandlerRun;
+using ::hotring::testing::MakeUevent;
+using ::hotring::testing::UeventInjector;
+
+constexpr uint64_t kBase = 1'000'000'000'000ULL;  // far above any host SEQNUM
+constexpr char kPrefix[] = "/devices/virtual/hotring_test";
+
+class DaemonNetlinkTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const absl::Status entered = testing::EnterPrivateNetworkNamespace();
+    ASSERT_TRUE(entered.ok()) << entered;
+  }
+
+  static DaemonProcess Start(std::vector<std::string> args) {
+    args.insert(args.end(), {"--expect-seqnum", absl::StrCat(kBase)});
+    absl::StatusOr<DaemonProcess> daemon =
+        DaemonProcess::Start({.args = std::move(args), .netlink = true});
+    EXPECT_TRUE(daemon.ok()) << daemon.status();
+    return std::move(*daemon);
+  }
+
+  static std::map<std::string, uint64_t> Status(const DaemonProcess& daemon) {
+    absl::StatusOr<std::map<std::string, uint64_t>> status = daemon.Status();
+    EXPECT_TRUE(status.ok()) << status.status();
+    return status.ok() ? *status : std::map<std::string, uint64_t>{};
+  }
+
+  static Event TestUevent(uint64_t i, const std::string& device) {
+    return *MakeUevent("add", absl::StrCat(kPrefix, "/", device), "hotring_test", kBase + i);
+  }
+};
+
+TEST_F(DaemonNetlinkTest, ForgedUeventsNeverRunAHandler) {
+  HandlerRecorder recorder;
+  DaemonProcess daemon = Start({"--exec", recorder.handler()});
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok()) << injector.status();
+  for (uint64_t i = 0; i < 50; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("forged", i))).ok());
+  }
+  // Make sure the daemon has read them all: a control round trip after the burst is not
+  // enough (different sockets), so wait for the counter.
+  uint64_t dropped = 0;
+  for (int i = 0; i < 500 && dropped < 50; ++i) {
+    dropped = Status(daemon)["dropped_not_kernel"];
+    if (dropped < 50) ::usleep(10000);
+  }
+  EXPECT_EQ(dropped, 50u);
+  ASSERT_TRUE(daemon.Settle().ok());
+  EXPECT_TRUE(recorder.RunsUnder(kPrefix).empty());
+  EXPECT_NE(daemon.Log().find("dropped (not_kernel"), std::string::npos) << daemon.Log();
+}
+
+TEST_F(DaemonNetlinkTest, TrustedUserspaceEventsAreHandledInOrderPerDevice) {
+  HandlerRecorder recorder;
+  DaemonProcess daemon = Start({"--exec", recorder.handler(), "--netlink-trust-userspace"});
+  EXPECT_NE(daemon.Log().find("--netlink-trust-userspace"), std::string::npos)
+      << "the daemon must say loudly that it trusts userspace";
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  for (uint64_t i = 0; i < 60; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("dev", i % 4))).ok());
+  }
+  std::vector<HandlerRun> runs;
+  for (int i = 0; i < 1000 && runs.size() < 60; ++i) {
+    ASSERT_TRUE(daemon.Settle().ok());
+    runs = recorder.RunsUnder(kPrefix);
+    if (runs.size() < 60) ::usleep(10000);
+  }
+  ASSERT_EQ(runs.size(), 60u);
+  std::map<std::string, std::vector<uint64_t>> by_device;
+  std::set<uint64_t> seen;
+  for (const HandlerRun& r : runs) {
+    uint64_t seqnum;
+    ASSERT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum));
+    EXPECT_TRUE(seen.insert(seqnum).second) << "SEQNUM " << seqnum << " ran twice";
+    by_device[r.devpath].push_back(seqnum);
+    EXPECT_EQ(r.subsystem, "hotring_test");
+  }
+  for (const auto& [device, list] : by_device) {
+    EXPECT_TRUE(std::is_sorted(list.begin(), list.end())) << device;
+  }
+}
+
+TEST_F(DaemonNetlinkTest, SameSeqnumFromNetlinkAndSendIsHandledOnce) {
+  HandlerRecorder recorder;
+  DaemonProcess daemon = Start({"--exec", recorder.handler(), "--netlink-trust-userspace"});
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  ASSERT_TRUE(injector->Send(TestUevent(0, "both")).ok());
+  absl::StatusOr<CommandResult> sent = testing::RunHotring(
+      {"send", "--socket", daemon.socket(), "--wait=10", "--env", "ACTION=add", "--env",
+       absl::StrCat("DEVPATH=", kPrefix, "/both"), "--env", "SUBSYSTEM=hotring_test", "--env",
+       absl::StrCat("SEQNUM=", kBase)});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(sent->exit_code, 0) << sent->err;
+  ASSERT_TRUE(daemon.Settle().ok());
+  EXPECT_EQ(recorder.RunsUnder(kPrefix).size(), 1u);
+  EXPECT_EQ(Status(daemon)["dropped_duplicate"], 1u);
+}
+
+TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledOnceOrResynchronised) {
+  // No handler: the daemon's own throughput decides whether the socket overruns.
+  DaemonProcess daemon = Start({"--netlink-trust-userspace", "--children-max", "64"});
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  constexpr uint64_t kBurst = 100'000;
+  absl::StatusOr<size_t> sent = injector->SendBurst(
+      kBurst, [&](size_t i) { return TestUevent(i, absl::StrCat("burst", i)); });
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  // Wait until everything that arrived is through (received stops growing and settle is ok).
+  std::map<std::string, uint64_t> status;
+  uint64_t last = 0;
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_TRUE(daemon.Settle(absl::Seconds(60)).ok());
+    status = Status(daemon);
+    if (status["netlink_received"] >= kBurst || (i > 0 && status["netlink_received"] == last)) {
+      break;
+    }
+    last = status["netlink_received"];
+    ::usleep(50000);
+  }
+  EXPECT_EQ(status["dropped_duplicate"], 0u);
+  EXPECT_EQ(status["received"], status["handled"]);
+  if (status["netlink_overruns"] == 0) {
+    EXPECT_GE(status["netlink_received"], kBurst);  // every one (plus any host events)
+  } else {
+    EXPECT_GE(status["resyncs"], 1u) << "overrun without recovery";
+  }
+}
+
+TEST_F(DaemonNetlinkTest, OverrunResynchronisesFromSysfs) {
+  absl::StatusOr<FakeSysfs> sysfs = FakeSysfs::Create();
+  ASSERT_TRUE(sysfs.ok());
+  const std::vector<std::string> devices = {"/devices/platform/serial8250/tty/ttyS0",
+                                            "/devices/pci0000:00/0000:00:02.0",
+                                            "/devices/pci0000:00/0000:00:02.0/drm/card0",
+                                            "/devices/virtual/net/lo"};
+  ASSERT_TRUE(sysfs->AddDevice({.devpath = devices[0], .subsystem = "tty",
+                                .uevent = {{"MAJOR", "4"}, {"MINOR", "64"},
+                                           {"DEVNAME", "ttyS0"}}}).ok());
+  ASSERT_TRUE(sysfs->AddDevice({.devpath = devices[1], .subsystem = "pci",
+                                .kind = FakeSysfs::Kind::kBus,
+                                .uevent = {{"MODALIAS", "pci:v00008086d00001234"}}}).ok());
+  ASSERT_TRUE(sysfs->AddDevice({.devpath = devices[2], .subsystem = "drm",
+                                .uevent = {{"DEVNAME", "dri/card0"}}}).ok());
+  ASSERT_TRUE(sysfs->AddDevice({.devpath = devices[3], .subsystem = "net",
+                                .uevent = {{"INTERFACE", "lo"}}}).ok());
+  HandlerRecorder recorder;
+  // A tiny receive buffer: a burst must overrun it. The burst's datagrams are malformed (a
+  // libudev header), so they cost nothing to drop; the overrun alone drives the resync.
+  DaemonProcess daemon = Start({"--exec", recorder.handler(), "--netlink-rcvbuf", "4096",
+                                "--sysfs-root", sysfs->root()});
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  const std::string junk = std::string("libudev\0", 8) + std::string(200, 'x');
+  // Stopped, the daemon cannot drain the socket: the burst overruns it for certain.
+  ASSERT_EQ(::kill(daemon.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(injector->SendRaw(junk).ok());
+  ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
+  std::map<std::string, uint64_t> status;
+  std::vector<HandlerRun> runs;
+  for (int i = 0; i < 500; ++i) {
+    ::usleep(20000);
+    ASSERT_TRUE(daemon.Settle().ok());
+    status = Status(daemon);
+    runs = recorder.RunsUnder("/devices/");
+    if (status["resyncs"] >= 1 && runs.size() >= devices.size()) break;
+  }
+  EXPECT_GE(status["netlink_overruns"], 1u);
+  EXPECT_GE(status["resyncs"], 1u);
+  EXPECT_LE(status["resyncs"], 3u) << "one resync per storm, not one per ENOBUFS";
+  std::map<std::string, HandlerRun> by_devpath;
+  for (const HandlerRun& r : runs) by_devpath[r.devpath] = r;
+  for (const std::string& devpath : devices) {
+    ASSERT_TRUE(by_devpath.contains(devpath)) << devpath << " not resynchronised";
+    EXPECT_EQ(by_devpath[devpath].action, "add");
+    EXPECT_EQ(by_devpath[devpath].seqnum, "-");  // synthesized: no kernel SEQNUM
+  }
+  EXPECT_EQ(by_devpath[devices[0]].subsystem, "tty");
+  EXPECT_EQ(by_devpath[devices[0]].env_keys,
+            "ACTION,DEVNAME,DEVPATH,HOME,MAJOR,MINOR,PATH,SUBSYSTEM");
+  EXPECT_NE(daemon.Log().find("re-synchronising"), std::string::npos) << daemon.Log();
+}
+
+TEST_F(DaemonNetlinkTest, RebroadcastComesAfterHandling) {
+  HandlerRecorder recorder;
+  DaemonProcess daemon =
+      Start({"--exec", recorder.handler(), "--netlink-trust-userspace", "--rebroadcast", "5"});
+  io::UeventListenerOptions listen;
+  listen.group = 5;
+  listen.receive_buffer = 1 << 20;
+  absl::StatusOr<io::UeventListener> listener = io::OpenUeventListener(listen);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  ASSERT_TRUE(injector->Send(TestUevent(0, "rebroadcast")).ok());
+  // Receive on group 5 until our event comes back.
+  timeval tv{10, 0};
+  ::setsockopt(listener->fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  bool got = false;
+  for (int i = 0; i < 100 && !got; ++i) {
+    char buf[8192];
+    const ssize_t n = ::recv(listener->fd.get(), buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0) << "nothing rebroadcast";
+    absl::StatusOr<Event> event = ParseKernelUevent(absl::string_view(buf, n));
+    if (event.ok() && event->devpath == absl::StrCat(kPrefix, "/rebroadcast")) {
+      got = true;
+      // Handled before it was re-sent.
+      EXPECT_EQ(recorder.RunsUnder(kPrefix).size(), 1u);
+      EXPECT_EQ(event->seqnum, kBase);
+    }
+  }
+  EXPECT_TRUE(got);
+}
+
+TEST_F(DaemonNetlinkTest, MonitorKernelPrintsRawUevents) {
+  absl::StatusOr<BackgroundCommand> monitor = BackgroundCommand::Start(
+      {testing::HotringBinary(), "monitor", "--kernel", "--env", "--count", "3"});
+  ASSERT_TRUE(monitor.ok());
+  ASSERT_TRUE(monitor->WaitForErr("monitoring kernel uevents")) << monitor->ErrSoFar();
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("mon", i))).ok());
+  }
+  absl::StatusOr<CommandResult> out = monitor->Wait(absl::Seconds(20));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->exit_code, 0) << out->err;
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_NE(out->out.find(absl::StrCat("add ", kPrefix, "/mon", i, " (hotring_test)")),
+              std::string::npos)
+        << out->out;
+  }
+  EXPECT_NE(out->out.find("[not from the kernel]"), std::string::npos);
+  EXPECT_NE(out->out.find(absl::StrCat("SEQNUM=", kBase + 1)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hotring::hotplug
