@@ -1,13 +1,14 @@
 // io_uring operations the IPC benchmarks need beyond io/ops.h: a send of a buffer's prefix (so
-// a receive buffer can be forwarded without shrinking it), accept, and StartedOp, which submits
-// an operation now and awaits it later. StartedOp is what lets a ping-pong put "send request"
-// and "receive reply" into one io_uring_enter: one system call per round trip where blocking
-// sockets need two.
+// a receive buffer can be forwarded without shrinking it), accept, and a send linked to the
+// receive that follows it, which puts "send request" and "receive reply" into one
+// io_uring_enter with one completion: one system call per round trip where blocking sockets
+// need two.
 #ifndef HOTRING_IPC_RING_OPS_H_
 #define HOTRING_IPC_RING_OPS_H_
 
 #include <coroutine>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -47,44 +48,87 @@ class AcceptOp final : public io::Operation {
 
 [[nodiscard]] io::OpAwaitable<AcceptOp> Accept(io::Reactor& reactor, int fd);
 
-// An operation submitted at construction (its SQE goes out with the reactor's next submission)
-// and awaited later. Owns the operation's slot until awaited; dropping it unawaited cancels the
-// operation like dropping any awaiting task would.
-template <typename Op>
-class [[nodiscard]] StartedOp {
+// What a receive (optionally preceded by a linked send) gives back: the receive's byte count or
+// error, both buffers, and whether the socket had more queued after this message.
+struct Transfer {
+  absl::StatusOr<size_t> received;
+  io::Buffer receive_buffer;
+  io::Buffer send_buffer;  // empty unless a send was linked
+  bool more_queued = false;  // IORING_CQE_F_SOCK_NONEMPTY
+};
+
+// IORING_OP_RECV into an owned buffer, optionally preceded by a SEND linked to it
+// (IOSQE_IO_LINK) that posts no completion when it succeeds (IOSQE_CQE_SKIP_SUCCESS). Both go
+// to the kernel in one submission and exactly one completion comes back: the receive's, or the
+// send's failure (the kernel then drops the receive without a completion of its own). So a
+// request/reply costs one io_uring_enter and one CQE. Both SQEs carry the operation's
+// user_data, so cancelling the operation cancels whichever of the two is pending. The
+// operation owns both buffers until that one completion.
+class SendRecvOp final : public io::Operation {
  public:
-  StartedOp(io::Reactor& reactor, std::unique_ptr<Op> op)
-      : reactor_(&reactor), id_(reactor.Submit(std::move(op), nullptr)) {}
-  StartedOp(const StartedOp&) = delete;
-  StartedOp& operator=(const StartedOp&) = delete;
-  StartedOp(StartedOp&& other) noexcept
-      : reactor_(other.reactor_), id_(std::exchange(other.id_, {})) {}
-  ~StartedOp() {
+  struct Send {
+    int fd = -1;
+    io::Buffer buffer;
+    size_t length = 0;
+    int flags = 0;
+  };
+  // `poll_first` (IORING_RECVSEND_POLL_FIRST) skips the first receive attempt: right when the
+  // caller knows nothing can have arrived yet (the reply to a request not yet sent).
+  SendRecvOp(std::optional<Send> send, int fd, io::Buffer buffer, int flags, bool poll_first)
+      : send_(std::move(send)), fd_(fd), buffer_(std::move(buffer)), flags_(flags),
+        poll_first_(poll_first) {}
+
+  // Fills the send's SQE, which must come right before this operation's own in the ring. Its
+  // user_data is set once the reactor has assigned the operation's.
+  void PrepareSend(io_uring_sqe* sqe);
+  [[nodiscard]] bool has_send() const { return send_.has_value(); }
+  // No SQE was left for the send: the receive is replaced by a NOP and the result is an error.
+  void FailSend() { send_unqueued_ = true; }
+
+  void Prepare(io_uring_sqe* sqe) override;
+  Transfer TakeResult(const io::Completion& c);
+
+ private:
+  std::optional<Send> send_;
+  int fd_;
+  io::Buffer buffer_;
+  int flags_;
+  bool poll_first_;
+  bool send_unqueued_ = false;
+};
+
+// Awaitable for SendRecvOp: places the linked send's SQE, then submits the receive. Dropping it
+// while suspended cancels the receive; the reactor keeps both buffers until the kernel is done.
+class [[nodiscard]] SendRecvAwaitable {
+ public:
+  SendRecvAwaitable(io::Reactor& reactor, std::unique_ptr<SendRecvOp> op)
+      : reactor_(&reactor), op_(std::move(op)) {}
+  SendRecvAwaitable(const SendRecvAwaitable&) = delete;
+  SendRecvAwaitable& operator=(const SendRecvAwaitable&) = delete;
+  SendRecvAwaitable(SendRecvAwaitable&& other) noexcept
+      : reactor_(other.reactor_), op_(std::move(other.op_)), id_(std::exchange(other.id_, {})) {}
+  ~SendRecvAwaitable() {
     if (id_.valid()) reactor_->Abandon(id_);
   }
 
-  bool await_ready() const noexcept {
-    const io::Operation* op = reactor_->Lookup(id_);
-    return op != nullptr && op->has_completion();
-  }
-  void await_suspend(std::coroutine_handle<> h) { reactor_->SetWaiter(id_, h); }
-  auto await_resume() {
-    std::unique_ptr<io::Operation> base = reactor_->Reclaim(std::exchange(id_, {}));
-    Op& op = static_cast<Op&>(*base);
-    return op.TakeResult(op.TakeCompletion());
-  }
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h);
+  Transfer await_resume();
 
  private:
   io::Reactor* reactor_;
+  std::unique_ptr<SendRecvOp> op_;
   io::OpId id_;
 };
 
-[[nodiscard]] inline StartedOp<SendPrefixOp> StartSend(io::Reactor& reactor, int fd,
-                                                       io::Buffer buffer, size_t length,
-                                                       int flags) {
-  return StartedOp<SendPrefixOp>(
-      reactor, std::make_unique<SendPrefixOp>(fd, std::move(buffer), length, flags));
-}
+// Sends buffer[0, length) on `send_fd`, then receives on `recv_fd` into `receive_buffer`.
+[[nodiscard]] SendRecvAwaitable SendThenRecv(io::Reactor& reactor, int send_fd, io::Buffer buffer,
+                                             size_t length, int send_flags, int recv_fd,
+                                             io::Buffer receive_buffer, int recv_flags,
+                                             bool poll_first);
+// A plain receive with the same result type.
+[[nodiscard]] SendRecvAwaitable RecvInto(io::Reactor& reactor, int fd, io::Buffer buffer,
+                                         int flags, bool poll_first);
 
 [[nodiscard]] inline io::OpAwaitable<SendPrefixOp> SendPrefix(io::Reactor& reactor, int fd,
                                                               io::Buffer buffer, size_t length,

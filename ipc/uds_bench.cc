@@ -39,44 +39,35 @@ uint64_t SeqMask(size_t size) {
 char PayloadByte(uint64_t seq, size_t i) { return static_cast<char>((seq * 131 + i * 7) & 0xff); }
 
 // Receives on `from` and passes each message to `to` (the same socket for an echo) until end
-// of stream. The send of one message and the receive of the next go to the kernel in the same
-// submission. Returns how many messages were passed on.
+// of stream or until `to` is gone. Passing one message on and waiting for the next is one
+// submission (a linked send and receive). Returns how many messages were passed on.
 Task<absl::StatusOr<uint64_t>> Forward(io::Reactor& reactor, int from, int to,
                                        size_t buffer_size) {
-  io::Buffer next(buffer_size);
   io::Buffer spare(buffer_size);
-  std::optional<StartedOp<SendPrefixOp>> pending;
-  size_t pending_length = 0;
+  Transfer t = co_await RecvInto(reactor, from, io::Buffer(buffer_size), MSG_TRUNC,
+                                 /*poll_first=*/false);
   uint64_t passed = 0;
   for (;;) {
-    io::BufferResult got = co_await io::Recv(reactor, from, std::move(next), MSG_TRUNC);
-    if (pending.has_value()) {
-      io::BufferResult sent = co_await std::move(*pending);
-      pending.reset();
-      if (!sent.bytes.ok()) {
-        if (PeerGone(sent.bytes.status())) co_return passed;
-        co_return sent.bytes.status();
-      }
-      if (*sent.bytes != pending_length) {
-        co_return absl::DataLossError(
-            absl::StrFormat("relay: sent %d of %d bytes", *sent.bytes, pending_length));
-      }
-      spare = std::move(sent.buffer);
+    // An error here is the receive's or, after the first round, the linked send's: either way
+    // the stream is over, and the last message is not counted as passed on.
+    if (!t.received.ok()) {
+      if (PeerGone(t.received.status())) co_return passed;
+      co_return t.received.status();
     }
-    if (!got.bytes.ok()) {
-      if (PeerGone(got.bytes.status())) co_return passed;
-      co_return got.bytes.status();
-    }
-    if (*got.bytes == 0) co_return passed;
-    if (*got.bytes > got.buffer.size()) {
+    const size_t length = *t.received;
+    if (length == 0) co_return passed;
+    if (length > t.receive_buffer.size()) {
       co_return absl::DataLossError(absl::StrFormat(
-          "relay: a %d-byte message does not fit the %d-byte buffer", *got.bytes,
-          got.buffer.size()));
+          "relay: a %d-byte message does not fit the %d-byte buffer", length,
+          t.receive_buffer.size()));
     }
-    pending_length = *got.bytes;
-    pending.emplace(StartSend(reactor, to, std::move(got.buffer), pending_length, MSG_NOSIGNAL));
-    next = std::move(spare);
-    ++passed;
+    // No IORING_RECVSEND_POLL_FIRST here: a pipelining caller usually has the next message
+    // queued already (and Unix sockets do not report IORING_CQE_F_SOCK_NONEMPTY to tell).
+    t = co_await SendThenRecv(reactor, to, std::move(t.receive_buffer), length, MSG_NOSIGNAL,
+                              from, std::move(spare), MSG_TRUNC, /*poll_first=*/false);
+    spare = std::move(t.send_buffer);
+    // The receive only runs once the send linked before it succeeded.
+    if (t.received.ok()) ++passed;
   }
 }
 
@@ -105,20 +96,21 @@ absl::Status CheckSent(const io::BufferResult& sent, size_t size, uint64_t seq) 
   return absl::OkStatus();
 }
 
-absl::Status CheckReply(const io::BufferResult& got, size_t size, uint64_t seq, uint64_t loops,
-                        bool full) {
-  if (!got.bytes.ok()) return got.bytes.status();
-  if (*got.bytes == 0) {
+absl::Status CheckReply(const absl::StatusOr<size_t>& received, const io::Buffer& buffer,
+                        size_t size, uint64_t seq, uint64_t loops, bool full) {
+  if (!received.ok()) return received.status();
+  if (*received == 0) {
     return absl::UnavailableError(absl::StrFormat(
         "the server closed the connection after %d of %d replies", seq, loops));
   }
-  if (*got.bytes != size) {
+  if (*received != size) {
     return absl::DataLossError(
-        absl::StrFormat("reply %d has %d bytes, expected %d", seq, *got.bytes, size));
+        absl::StrFormat("reply %d has %d bytes, expected %d", seq, *received, size));
   }
-  return CheckMessage(got.buffer.data(), size, seq, full);
+  return CheckMessage(buffer.data(), size, seq, full);
 }
 
+// One call in flight: each request and the wait for its reply are one submission.
 Task<absl::Status> SyncCalls(io::Reactor& reactor, int fd, const UdsClientOptions& options) {
   const size_t size = options.size;
   io::Buffer out(size);
@@ -126,14 +118,12 @@ Task<absl::Status> SyncCalls(io::Reactor& reactor, int fd, const UdsClientOption
   if (!options.verify) std::fill(out.begin(), out.end(), 'x');
   for (uint64_t seq = 0; seq < options.loops; ++seq) {
     StampMessage(out.data(), size, seq, options.verify);
-    StartedOp<SendPrefixOp> send =
-        StartSend(reactor, fd, std::move(out), size, MSG_NOSIGNAL);
-    io::BufferResult got = co_await io::Recv(reactor, fd, std::move(in), MSG_TRUNC);
-    io::BufferResult sent = co_await std::move(send);
-    HOTRING_CO_RETURN_IF_ERROR(CheckSent(sent, size, seq));
-    HOTRING_CO_RETURN_IF_ERROR(CheckReply(got, size, seq, options.loops, options.verify));
-    out = std::move(sent.buffer);
-    in = std::move(got.buffer);
+    Transfer t = co_await SendThenRecv(reactor, fd, std::move(out), size, MSG_NOSIGNAL, fd,
+                                       std::move(in), MSG_TRUNC, /*poll_first=*/true);
+    HOTRING_CO_RETURN_IF_ERROR(
+        CheckReply(t.received, t.receive_buffer, size, seq, options.loops, options.verify));
+    out = std::move(t.send_buffer);
+    in = std::move(t.receive_buffer);
   }
   co_return absl::OkStatus();
 }
@@ -169,13 +159,15 @@ Task<void> AsyncReader(io::Reactor& reactor, const UdsClientOptions* options, As
   const size_t size = options->size;
   io::Buffer in(size);
   for (uint64_t seq = 0; seq < options->loops; ++seq) {
-    io::BufferResult got = co_await io::Recv(reactor, state->fd, std::move(in), MSG_TRUNC);
-    if (const absl::Status s = CheckReply(got, size, seq, options->loops, options->verify);
+    Transfer got = co_await RecvInto(reactor, state->fd, std::move(in), MSG_TRUNC,
+                                     /*poll_first=*/false);
+    if (const absl::Status s = CheckReply(got.received, got.receive_buffer, size, seq,
+                                          options->loops, options->verify);
         !s.ok()) {
       state->Fail(s);
       co_return;
     }
-    in = std::move(got.buffer);
+    in = std::move(got.receive_buffer);
   }
 }
 

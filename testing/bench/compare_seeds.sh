@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# Runs the IPC seed programs and hotring's bench commands side by side and prints a table of
+# medians with the ratio ours/seed.
+#
+# The seed programs (the 2010 datagram select() test, pmsg, and the SEQPACKET server/client of
+# the kdbus thread) are not part of this repository: they are cut out of the seed text files at
+# run time into a temporary directory and compiled there with cc/c++.
+#
+# Every figure is taken with the same settings and the same CPU placement for seed and ours
+# ("same": every process on CPU 0; "split": server on CPU 0, clients on CPU 1), interleaved
+# (seed, ours, ours, seed, ...) so that drift in the machine's load hits both alike, several
+# times; the table shows medians.
+#
+# usage: testing/bench/compare_seeds.sh [--seeds DIR] [--hotring BIN] [--runs N] [--quick]
+#                                       [--only uds|sysv|dgram] [--sysv-seconds T]
+#                                       [--loops-same N] [--loops-split N] [--raw FILE]
+#   --seeds DIR     where the seed text files are (default: ../shared/seeds from the repo root)
+#   --hotring BIN   the hotring binary (default: build //:hotring with bazel; the output base
+#                   can be chosen with BAZEL_OUTPUT_BASE). Any binary that takes
+#                   `bench <name> ...` works, e.g. bazel-bin/ipc/ipc_bench.
+#   --runs N        repetitions of every figure (default 5)
+#   --quick         3 runs and a fifth of the loops (a smoke test, not a measurement)
+#   --raw FILE      also write every single measurement to FILE
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SEEDS="$ROOT/../shared/seeds"
+HOTRING=""
+RUNS=5
+ONLY=""
+SYSV_SECONDS=3
+LOOPS_SAME=100000
+LOOPS_SPLIT=20000
+SIZE=4096
+RAW=""
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seeds) SEEDS="$2"; shift 2 ;;
+    --hotring) HOTRING="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
+    --quick) RUNS=3; LOOPS_SAME=20000; LOOPS_SPLIT=4000; SYSV_SECONDS=1; shift ;;
+    --only) ONLY="$2"; shift 2 ;;
+    --sysv-seconds) SYSV_SECONDS="$2"; shift 2 ;;
+    --loops-same) LOOPS_SAME="$2"; shift 2 ;;
+    --loops-split) LOOPS_SPLIT="$2"; shift 2 ;;
+    --raw) RAW="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare_seeds.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "compare_seeds.sh: $*" >&2; exit 1; }
+want() { [[ -z "$ONLY" || "$ONLY" == "$1" ]]; }
+
+WORK="$(mktemp -d /tmp/hotring-seeds.XXXXXX)"
+SEED_PIDS=()
+cleanup() {
+  for pid in "${SEED_PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- the seed programs and ours ----
+
+# shellcheck source=testing/bench/seed_programs.sh
+source "$ROOT/testing/bench/seed_programs.sh"
+
+# ---- measuring ----
+
+declare -A SAMPLES  # key -> space-separated values
+
+record() {  # key value
+  SAMPLES["$1"]+="$2 "
+  [[ -n "$RAW" ]] && echo "$1 $2" >>"$RAW"
+  return 0
+}
+
+median() {
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
+                              else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+now_ns() { date +%s%N; }
+
+# Waits until the seed server listens on its abstract socket (Flags 00010000 = listening; the
+# seed binds the whole sun_path, so the name is followed by NUL bytes).
+wait_for_seed_server() {
+  for _ in $(seq 500); do
+    if awk '$4 == "00010000" && index($NF, "@udsbench.socket") == 1 { found = 1 } END { exit !found }' \
+        /proc/net/unix; then
+      return 0
+    fi
+    sleep 0.01
+  done
+  die "the seed server never listened on @udsbench.socket"
+}
+
+# Waits until `count` clients are connected to the seed server (their server-side sockets show
+# up with the server's name in state 03).
+wait_for_seed_clients() {
+  for _ in $(seq 500); do
+    if awk -v n="$1" '$6 == "03" && index($NF, "@udsbench.socket") == 1 { c++ } END { exit !(c >= n) }' \
+        /proc/net/unix; then
+      return 0
+    fi
+    sleep 0.01
+  done
+  die "the seed client never connected"
+}
+
+# The seed client's line "%f s, ..." -> seconds. Sets VALUE to the caller's (client 1's)
+# seconds. Not run in a subshell, so that cleanup knows the pids.
+#
+# In relay ("dbus") mode the seed server gives the caller role to the first client to connect,
+# and exits when the second one leaves. The caller is started first and the echo peer only once
+# the caller is connected; the echo peer is given more loops than the caller can send, so it is
+# still there when the caller finishes (the seed's async caller sends more than it counts) and
+# simply fails when the server goes away afterwards. Otherwise the caller races the server's
+# exit and dies with ECONNRESET before printing its line.
+seed_uds() {  # mode(single|dbus) calls(sync|async) loops server_cpu client_cpu
+  local mode=$1 calls=$2 loops=$3 scpu=$4 ccpu=$5
+  rm -f "$WORK"/client*.out
+  taskset -c "$scpu" "$WORK/server" "$mode" >"$WORK/server.out" 2>&1 &
+  local spid=$!
+  SEED_PIDS+=("$spid")
+  wait_for_seed_server
+  timeout 600 taskset -c "$ccpu" "$WORK/client" "$calls" "$SIZE" "$loops" >"$WORK/client1.out" 2>&1 &
+  local caller=$!
+  SEED_PIDS+=("$caller")
+  local echo_pid=""
+  if [[ "$mode" == dbus ]]; then
+    wait_for_seed_clients 1
+    timeout 600 taskset -c "$ccpu" "$WORK/client" "$calls" "$SIZE" $((2 * loops + 10000)) \
+      >"$WORK/client2.out" 2>&1 &
+    echo_pid=$!
+    SEED_PIDS+=("$echo_pid")
+  fi
+  wait "$caller" || die "seed client failed: $(cat "$WORK/client1.out")"
+  timeout 10 tail --pid="$spid" -f /dev/null || kill -9 "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  if [[ -n "$echo_pid" ]]; then
+    timeout 10 tail --pid="$echo_pid" -f /dev/null || kill -9 "$echo_pid" 2>/dev/null || true
+    wait "$echo_pid" 2>/dev/null || true
+  fi
+  grep -q "this is client 1" "$WORK/client1.out" ||
+    die "the first seed client did not get the caller role: $(cat "$WORK/client1.out")"
+  VALUE=$(awk '/ us\/msg/ { print $1 }' "$WORK/client1.out")
+  [[ -n "$VALUE" ]] || die "no timing from the seed client: $(cat "$WORK/client1.out")"
+}
+
+ours_uds() {  # mode(single|relay) calls loops server_cpu client_cpu
+  local out
+  out=$(timeout 600 "$HOTRING" bench uds --mode "$1" "--$2" --size "$SIZE" --loops "$3" \
+        --server-cpu "$4" --client-cpu "$5") || die "hotring bench uds failed: $out"
+  awk '/ us\/msg/ { print $1 }' <<<"$out"
+}
+
+measure_uds() {  # run mode calls placement
+  local run=$1 mode=$2 calls=$3 placement=$4 scpu ccpu loops seedmode
+  scpu=0
+  if [[ "$placement" == same ]]; then ccpu=0; loops=$LOOPS_SAME; else ccpu=1; loops=$LOOPS_SPLIT; fi
+  # Pipelined calls take far fewer microseconds each: same loops either way.
+  [[ "$calls" == async ]] && loops=$LOOPS_SAME
+  seedmode=$mode
+  [[ "$mode" == relay ]] && seedmode=dbus
+  local key="uds|$mode|$calls|$placement|$loops" s o
+  if (( run % 2 )); then
+    seed_uds "$seedmode" "$calls" "$loops" "$scpu" "$ccpu"
+    s=$VALUE
+    o=$(ours_uds "$mode" "$calls" "$loops" "$scpu" "$ccpu")
+  else
+    o=$(ours_uds "$mode" "$calls" "$loops" "$scpu" "$ccpu")
+    seed_uds "$seedmode" "$calls" "$loops" "$scpu" "$ccpu"
+    s=$VALUE
+  fi
+  record "$key|seed" "$s"
+  record "$key|ours" "$o"
+}
+
+measure_sysv() {  # run queues
+  local run=$1 q=$2 s o key="sysv|$2"
+  local seed_cmd=("$WORK/pmsg" "$q" "$SYSV_SECONDS")
+  local ours_cmd=("$HOTRING" bench sysv --queues "$q" --seconds "$SYSV_SECONDS")
+  if (( run % 2 )); then
+    s=$("${seed_cmd[@]}" | awk '/^Total:/ { print $2 }')
+    o=$("${ours_cmd[@]}" | awk '/^Total:/ { print $2 }')
+  else
+    o=$("${ours_cmd[@]}" | awk '/^Total:/ { print $2 }')
+    s=$("${seed_cmd[@]}" | awk '/^Total:/ { print $2 }')
+  fi
+  [[ -n "$s" && -n "$o" ]] || die "sysv run produced no total"
+  record "$key|seed" "$s"
+  record "$key|ours" "$o"
+}
+
+time_ms() {  # command... -> wall milliseconds
+  local t0 t1
+  t0=$(now_ns)
+  "$@" >/dev/null 2>&1 || die "failed: $*"
+  t1=$(now_ns)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'
+}
+
+measure_dgram() {  # run connected|unconnected placement(same|free)
+  local run=$1 conn=$2 placement=$3 pin=() s o sel key="dgram|$2|$3"
+  [[ "$placement" == same ]] && pin=(taskset -c 0)
+  if (( run % 2 )); then
+    s=$(time_ms "${pin[@]}" "$WORK/dgram" "$conn")
+    o=$(time_ms "${pin[@]}" "$HOTRING" bench dgram-fanin "--$conn" --waiter uring)
+  else
+    o=$(time_ms "${pin[@]}" "$HOTRING" bench dgram-fanin "--$conn" --waiter uring)
+    s=$(time_ms "${pin[@]}" "$WORK/dgram" "$conn")
+  fi
+  record "$key|seed" "$s"
+  record "$key|ours" "$o"
+  # Our own split of the same scenario: the waits alone, io_uring and select() in one run.
+  local json
+  json=$("${pin[@]}" "$HOTRING" bench dgram-fanin "--$conn" --waiter both --json)
+  record "$key|uring_wait" "$(sed -n 's/.*"uring_wait_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | awk '{ printf "%.3f", $1 * 1000 }')"
+  record "$key|select_wait" "$(sed -n 's/.*"select_wait_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | awk '{ printf "%.3f", $1 * 1000 }')"
+}
+
+# ---- main ----
+
+seed_programs_build "$SEEDS" "$WORK" || die "cannot build the seed programs"
+hotring_binary "$ROOT" || die "cannot build the benchmarks"
+[[ -x "$HOTRING" ]] || die "not executable: $HOTRING"
+NCPU=$(nproc)
+[[ -n "$RAW" ]] && : >"$RAW"
+
+PLACEMENTS=(same)
+(( NCPU >= 2 )) && PLACEMENTS+=(split)
+SYSV_QUEUES=(1)
+(( NCPU >= 2 )) && SYSV_QUEUES+=(2)
+
+echo "seeds: $SEEDS; ours: $HOTRING; $RUNS runs; $NCPU CPUs; $(uname -r)" >&2
+for run in $(seq "$RUNS"); do
+  echo "run $run/$RUNS" >&2
+  if want uds; then
+    for placement in "${PLACEMENTS[@]}"; do
+      for mode in single relay; do
+        for calls in sync async; do
+          measure_uds "$run" "$mode" "$calls" "$placement"
+        done
+      done
+    done
+  fi
+  if want sysv; then
+    for q in "${SYSV_QUEUES[@]}"; do measure_sysv "$run" "$q"; done
+  fi
+  if want dgram; then
+    for conn in connected unconnected; do
+      for placement in same free; do measure_dgram "$run" "$conn" "$placement"; done
+    done
+  fi
+done
+
+# ---- table ----
+
+ratio() { awk -v o="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.3f", o / s; else print "nan" }'; }
+verdict() {  # ratio op bound
+  awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN { ok = (op == "<=") ? (r <= b) : (r >= b); print ok ? "yes" : "NO" }'
+}
+
+placement_text() {
+  case "$1" in
+    same) echo "all on CPU 0" ;;
+    split) echo "server CPU 0, clients CPU 1" ;;
+    free) echo "unpinned" ;;
+  esac
+}
+
+echo
+echo "| benchmark | placement | metric | seed | ours | ours/seed | goal | met |"
+echo "| --- | --- | --- | ---: | ---: | ---: | --- | --- |"
+if want uds; then
+  for placement in "${PLACEMENTS[@]}"; do
+    for mode in single relay; do
+      for calls in sync async; do
+        loops=$LOOPS_SAME
+        [[ "$placement" == split && "$calls" == sync ]] && loops=$LOOPS_SPLIT
+        key="uds|$mode|$calls|$placement|$loops"
+        s=$(median "${SAMPLES[$key|seed]}")
+        o=$(median "${SAMPLES[$key|ours]}")
+        if [[ "$calls" == sync ]]; then
+          sv=$(awk -v t="$s" -v n="$loops" 'BEGIN { printf "%.2f", t * 1e6 / n }')
+          ov=$(awk -v t="$o" -v n="$loops" 'BEGIN { printf "%.2f", t * 1e6 / n }')
+          r=$(ratio "$ov" "$sv")
+          echo "| uds $mode sync ($SIZE B, $loops calls) | $(placement_text "$placement") | us/msg | $sv | $ov | $r | <= 1.05 | $(verdict "$r" "<=" 1.05) |"
+        else
+          sv=$(awk -v t="$s" -v n="$loops" 'BEGIN { printf "%.0f", n / t }')
+          ov=$(awk -v t="$o" -v n="$loops" 'BEGIN { printf "%.0f", n / t }')
+          r=$(ratio "$ov" "$sv")
+          echo "| uds $mode async ($SIZE B, $loops calls) | $(placement_text "$placement") | msg/s | $sv | $ov | $r | >= 1.0 | $(verdict "$r" ">=" 1.0) |"
+        fi
+      done
+    done
+  done
+fi
+if want sysv; then
+  for q in "${SYSV_QUEUES[@]}"; do
+    s=$(median "${SAMPLES[sysv|$q|seed]}")
+    o=$(median "${SAMPLES[sysv|$q|ours]}")
+    r=$(ratio "$o" "$s")
+    echo "| sysv $q queue(s), ${SYSV_SECONDS} s | pair i on CPU i | total round trips | $s | $o | $r | >= 0.95 | $(verdict "$r" ">=" 0.95) |"
+  done
+fi
+if want dgram; then
+  for conn in connected unconnected; do
+    for placement in same free; do
+      key="dgram|$conn|$placement"
+      s=$(median "${SAMPLES[$key|seed]}")
+      o=$(median "${SAMPLES[$key|ours]}")
+      r=$(ratio "$o" "$s")
+      echo "| dgram-fanin $conn, 800 clients, 20000 msgs: whole program | $(placement_text "$placement") | ms (seed: select, ours: io_uring) | $s | $o | $r | <= 1.0 | $(verdict "$r" "<=" 1.0) |"
+    done
+  done
+  for conn in connected unconnected; do
+    for placement in same free; do
+      key="dgram|$conn|$placement"
+      u=$(median "${SAMPLES[$key|uring_wait]}")
+      sl=$(median "${SAMPLES[$key|select_wait]}")
+      r=$(ratio "$u" "$sl")
+      echo "| dgram-fanin $conn: our wait only, same run | $(placement_text "$placement") | ms (select / io_uring) | $sl | $u | $r | | |"
+    done
+  done
+fi
