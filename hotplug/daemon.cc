@@ -188,7 +188,7 @@ Task<absl::Status> Daemon::Main() {
   services_.CancelAll();
   ExpireResult rest = reorderer_.ReleaseAll();
   NoteMissing(rest.missing, "stopping");
-  Release(std::move(rest.released));
+  Release(std::move(rest.released), MonoNow());
   Pump();
   while (!Idle() && !force_stop_) co_await idle_.Wait();
   if (force_stop_) {
@@ -410,7 +410,7 @@ size_t Daemon::Pending() const {
 
 bool Daemon::Idle() const { return Pending() == 0; }
 
-void Daemon::Accept(Event event, std::optional<AckTarget> ack, bool want_ack) {
+void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) {
   if (!want_ack) ack.reset();
   const MonoTime now = MonoNow();
   if (event.seqnum.has_value()) {
@@ -437,7 +437,7 @@ void Daemon::Accept(Event event, std::optional<AckTarget> ack, bool want_ack) {
     ++counters_.received;
     if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
     NoteMissing(pushed.missing, "too many held events");
-    Release(std::move(pushed.released));
+    Release(std::move(pushed.released), now);
     if (!was_holding && reorderer_.held() > 0) reorder_changed_.NotifyAll();
     return;
   }
@@ -458,10 +458,11 @@ void Daemon::Accept(Event event, std::optional<AckTarget> ack, bool want_ack) {
     return;
   }
   ++counters_.received;
-  const uint64_t id = ReleaseOne(std::move(event), MonoNow());
+  const uint64_t id = ReleaseOne(std::move(event), now);
   if (ack.has_value()) {
-    events_[id].acks.push_back(*ack);
-    events_[id].cookie = ack->cookie;
+    EventRecord& record = events_.find(id)->second;
+    record.acks.push_back(*ack);
+    record.cookie = ack->cookie;
     cookie_to_id_[ack->cookie] = id;
     cookie_order_.push_back(ack->cookie);
     while (cookie_order_.size() > kMaxRememberedCookies) {
@@ -483,65 +484,120 @@ void Daemon::NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_v
   LogWarning("%s: gave up waiting for SEQNUM %s", why, FormatSeqnums(missing));
 }
 
-uint64_t Daemon::ReleaseOne(Event event, MonoTime now) {
+uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now) {
   const uint64_t id = scheduler_.Enqueue(event.devpath);
-  EventRecord& record = events_[id];
+  const std::optional<uint64_t> seqnum = event.seqnum;
+  // Built in place: the event is moved once, into its record.
+  EventRecord& record = events_.try_emplace(id, std::move(event)).first->second;
   record.released_at = now;
-  if (event.seqnum.has_value()) {
-    seqnum_to_id_[*event.seqnum] = id;
-    if (auto it = held_acks_.find(*event.seqnum); it != held_acks_.end()) {
-      record.acks = std::move(it->second);
-      held_acks_.erase(it);
+  if (seqnum.has_value()) {
+    seqnum_to_id_.insert_or_assign(*seqnum, id);
+    if (!held_acks_.empty()) {
+      if (auto it = held_acks_.find(*seqnum); it != held_acks_.end()) {
+        record.acks = std::move(it->second);
+        held_acks_.erase(it);
+      }
     }
   }
-  record.event = std::move(event);
   return id;
 }
 
-void Daemon::Release(std::vector<Event> events) {
+void Daemon::Release(std::vector<Event>&& events, MonoTime now) {
   if (events.empty()) return;
-  const MonoTime now = MonoNow();
   for (Event& event : events) (void)ReleaseOne(std::move(event), now);
   Pump();
 }
 
 void Daemon::Pump() {
-  // Not re-entrant: a handler that completes at once finishes inside Spawn and pumps again;
-  // that nested call only asks this loop for another round, so the stack stays flat.
+  // Not re-entrant: a handler that completes at once finishes inside StartEvent and pumps
+  // again; that nested call only asks this loop for another round, so the stack stays flat.
   if (pumping_) {
     pump_again_ = true;
     return;
   }
   pumping_ = true;
+  // The member keeps its capacity between calls; taken out so nothing else can touch it.
+  std::vector<uint64_t> runnable = std::move(runnable_);
   do {
     pump_again_ = false;
-    for (const uint64_t id : scheduler_.TakeRunnable()) workers_.Spawn(RunEvent(id));
+    runnable.clear();
+    scheduler_.TakeRunnable(runnable);
+    for (const uint64_t id : runnable) StartEvent(id);
   } while (pump_again_);
+  runnable_ = std::move(runnable);
   pumping_ = false;
 }
 
-Task<void> Daemon::RunEvent(uint64_t id) {
-  // events_ is a node map: the record stays put while other events come and go.
-  EventRecord& record = events_[id];
+namespace {
+
+// Awaits a handler task that Start() already ran to its first suspension (Task's own awaiter
+// would start it again). Completes at once if it is already done.
+class StartedHandler {
+ public:
+  explicit StartedHandler(Task<HandlerResult>& task) : task_(task) {}
+  bool await_ready() const noexcept { return task_.done(); }
+  void await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    task_.handle().promise().continuation = awaiting;
+  }
+  HandlerResult await_resume() { return task_.TakeResult(); }
+
+ private:
+  Task<HandlerResult>& task_;
+};
+
+}  // namespace
+
+void Daemon::StartEvent(uint64_t id) {
+  // events_ is a node map: the record stays put while other events come and go, so the
+  // handler may keep its reference across suspensions.
+  const Event& event = events_.find(id)->second.event;
+  Task<HandlerResult> handling = handler_->Handle(*reactor_, event);
+  handling.Start();
+  if (handling.done()) {
+    FinishEvent(id, handling.TakeResult());
+    return;
+  }
+  // It waits for something (a child process): a worker task owns it from here, so dropping the
+  // worker (forced stop, shutdown) cancels whatever the handler waits on.
+  workers_.Spawn(AwaitHandler(id, std::move(handling)));
+}
+
+Task<void> Daemon::AwaitHandler(uint64_t id, Task<HandlerResult> handling) {
+  const HandlerResult result = co_await StartedHandler(handling);
+  FinishEvent(id, result);
+}
+
+void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
+  const auto record_it = events_.find(id);
+  EventRecord& record = record_it->second;
   const Event& event = record.event;
-  HandlerResult result = co_await handler_->Handle(*reactor_, event);
-  const MonoTime now = MonoNow();
-  const absl::Duration took = Since(record.released_at, now);
   const EventResult outcome = ResultOf(result.outcome);
+  // The duration only feeds log lines and monitors: no clock read when nobody wants it.
+  const bool log_it = result.outcome == HandlerOutcome::kHandled ? LogEnabled(LogLevel::kInfo)
+                                                                 : LogEnabled(LogLevel::kWarning);
+  const absl::Duration took = log_it || !monitors_.empty()
+                                  ? Since(record.released_at, MonoNow())
+                                  : absl::ZeroDuration();
   switch (result.outcome) {
     case HandlerOutcome::kHandled:
       ++counters_.handled;
-      LogInfo("%s SUBSYSTEM=%s: handled in %d us", EventLabel(event), event.subsystem,
-              absl::ToInt64Microseconds(took));
+      if (log_it) {
+        LogInfo("%s SUBSYSTEM=%s: handled in %d us", EventLabel(event), event.subsystem,
+                absl::ToInt64Microseconds(took));
+      }
       break;
     case HandlerOutcome::kFailed:
       ++counters_.failed;
-      LogWarning("%s SUBSYSTEM=%s: failed (%s) after %d us", EventLabel(event), event.subsystem,
-                 result.detail, absl::ToInt64Microseconds(took));
+      if (log_it) {
+        LogWarning("%s SUBSYSTEM=%s: failed (%s) after %d us", EventLabel(event),
+                   event.subsystem, result.detail, absl::ToInt64Microseconds(took));
+      }
       break;
     case HandlerOutcome::kTimedOut:
       ++counters_.timed_out;
-      LogWarning("%s SUBSYSTEM=%s: %s", EventLabel(event), event.subsystem, result.detail);
+      if (log_it) {
+        LogWarning("%s SUBSYSTEM=%s: %s", EventLabel(event), event.subsystem, result.detail);
+      }
       break;
   }
   if (result.killed) ++counters_.killed;
@@ -556,7 +612,8 @@ Task<void> Daemon::RunEvent(uint64_t id) {
   if (record.cookie != 0) {
     if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
   }
-  events_.erase(id);
+  // Nothing above inserts into events_, so the iterator is still valid.
+  events_.erase(record_it);
   if (const absl::Status finished = scheduler_.Finish(id); !finished.ok()) {
     LogError("scheduler: %s", finished.ToString());
   }
@@ -593,7 +650,7 @@ Task<void> Daemon::ReorderTimer() {
     if (expired.released.empty()) continue;
     ++counters_.reorder_timeouts;
     NoteMissing(expired.missing, "reorder timeout");
-    Release(std::move(expired.released));
+    Release(std::move(expired.released), MonoNow());
     CheckIdle();
   }
 }

@@ -112,18 +112,23 @@ class Daemon {
   Task<void> ReceiveNetlink();
   Task<void> ReorderTimer();
   Task<void> WatchSignals();
-  Task<void> RunEvent(uint64_t id);
+  Task<void> AwaitHandler(uint64_t id, Task<HandlerResult> handling);
   Task<void> ResyncLater();
 
   void HandleControlDatagram(const io::Datagram& datagram);
   void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
   // Takes a validated event from any source. `ack`: who to tell when it is done.
-  void Accept(Event event, std::optional<AckTarget> ack, bool want_ack);
-  void Release(std::vector<Event> events);
+  void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack);
+  void Release(std::vector<Event>&& events, MonoTime now);
   // Queues one released event (the caller pumps); returns its scheduler id.
-  uint64_t ReleaseOne(Event event, MonoTime now);
+  uint64_t ReleaseOne(Event&& event, MonoTime now);
   void NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why);
   void Pump();
+  // Runs the handler on a runnable event. A handler that completes without suspending (the
+  // NullHandler, or any handler with nothing to wait for) is finished at once, with no task.
+  void StartEvent(uint64_t id);
+  // The event's handler is done: count, log, ack, tell monitors, then free its slot and pump.
+  void FinishEvent(uint64_t id, const HandlerResult& result);
   void CheckIdle();
   void Resync();
   void Drop(DropReason reason, absl::string_view detail);
@@ -151,6 +156,7 @@ class Daemon {
   Scheduler scheduler_;
   DaemonCounters counters_;
   absl::node_hash_map<uint64_t, EventRecord> events_;      // by scheduler id (stable refs)
+  std::vector<uint64_t> runnable_;  // Pump's buffer, kept to reuse its allocation
   absl::flat_hash_map<uint64_t, uint64_t> seqnum_to_id_;   // queued or running, by SEQNUM
   absl::flat_hash_map<uint64_t, std::vector<AckTarget>> held_acks_;  // held in the reorderer
   // SEQNUM-less events sent with an ack request, by cookie, so a retransmission is not handled

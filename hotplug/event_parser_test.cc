@@ -260,6 +260,32 @@ TEST(EventFromEnvTest, ValidatesLikeTheKernelParser) {
   EXPECT_EQ(ReasonOf(big), DropReason::kOversize);
 }
 
+// The key check works eight bytes at a time: every byte value, at every position of keys that
+// fill a word, cross one, or end inside one, must get the byte-by-byte verdict.
+TEST(ValidateEnvKeyTest, EveryByteAtEveryPositionMatchesTheRule) {
+  auto rule = [](unsigned char c) { return c > ' ' && c < 0x7f && c != '='; };
+  for (size_t length = 1; length <= 19; ++length) {
+    for (size_t position = 0; position < length; ++position) {
+      for (int b = 0; b < 256; ++b) {
+        std::string key(length, 'K');
+        key[position] = static_cast<char>(b);
+        const absl::Status status = ValidateEnvKey(key);
+        ASSERT_EQ(status.ok(), rule(static_cast<unsigned char>(b)))
+            << "byte " << b << " at " << position << " of " << length;
+        if (!status.ok()) {
+          EXPECT_EQ(DropReasonOf(status), DropReason::kBadVariable);
+          EXPECT_THAT(status.message(), HasSubstr(b == 0 ? "NUL inside key" : "contains '='"));
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(ValidateEnvKey("").ok());
+  EXPECT_TRUE(ValidateEnvKey("!~09AZaz_.:-#").ok());
+  // A bad byte after a NUL names the NUL; a bad byte before it names the byte.
+  EXPECT_THAT(ValidateEnvKey(absl::string_view("A\0 B", 4)).message(), HasSubstr("NUL inside"));
+  EXPECT_THAT(ValidateEnvKey(absl::string_view("A \0B", 4)).message(), HasSubstr("contains '='"));
+}
+
 TEST(ParseDecimalU64Test, StrictDigitsOnly) {
   EXPECT_EQ(ParseDecimalU64("0"), 0u);
   EXPECT_EQ(ParseDecimalU64("007"), 7u);

@@ -16,7 +16,7 @@ Reorderer::Reorderer(ReordererOptions options)
   options_.max_held = std::max<size_t>(options_.max_held, 1);
 }
 
-PushResult Reorderer::Push(Event event, MonoTime now) {
+PushResult Reorderer::Push(Event&& event, MonoTime now) {
   ++counters_.pushed;
   PushResult result;
   if (!event.seqnum.has_value() || *event.seqnum == kNoSuccessor) {

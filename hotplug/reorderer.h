@@ -108,7 +108,7 @@ class Reorderer {
   Reorderer(const Reorderer&) = delete;
   Reorderer& operator=(const Reorderer&) = delete;
 
-  [[nodiscard]] PushResult Push(Event event, MonoTime now);
+  [[nodiscard]] PushResult Push(Event&& event, MonoTime now);
 
   // Releases what timed out by `now` (nothing if NextDeadline() is later). Call when the timer
   // fires; calling early or twice is harmless.

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,43 @@ namespace hotring::hotplug {
 
 Scheduler::Scheduler(size_t children_max)
     : children_max_(children_max), root_(std::make_unique<Node>()) {}
+
+namespace {
+
+// Nodes in the subtree at `node`, itself included.
+template <typename Node>
+size_t CountNodes(const Node& node) {
+  size_t count = 1;
+  for (const auto& [name, child] : node.children) count += CountNodes(*child);
+  return count;
+}
+
+// A big map that lost most of its entries gives its memory back: iterating it (the descendant
+// walk) costs its capacity, not its size. Small ones keep theirs, so a node whose children come
+// and go does not shrink and regrow its table every sweep.
+template <typename Map>
+void ShrinkIfSparse(Map& map) {
+  if (map.capacity() > 512 && map.size() * 4 < map.capacity()) map.rehash(0);
+}
+
+}  // namespace
+
+template <typename Visit>
+void Scheduler::FreeDeadChildren(Node& node, Visit visit_live) {
+  bool freed = false;
+  for (auto it = node.children.begin(); it != node.children.end();) {
+    Node& child = *it->second;
+    if (child.subtree_live == 0) {
+      nodes_ -= CountNodes(child);
+      node.children.erase(it++);  // destroys the child's subtree; other iterators stay valid
+      freed = true;
+      continue;
+    }
+    visit_live(child);
+    ++it;
+  }
+  if (freed) ShrinkIfSparse(node.children);
+}
 
 uint64_t Scheduler::Enqueue(absl::string_view devpath) {
   const uint64_t id = next_id_++;
@@ -27,14 +65,16 @@ uint64_t Scheduler::Enqueue(absl::string_view devpath) {
   while (true) {
     const size_t slash = rest.find('/');
     const absl::string_view component = rest.substr(0, slash);
-    auto it = node->children.find(component);
-    if (it == node->children.end()) {
+    // One lookup; a missing component is built in place, keyed by its own copy of the name.
+    Node* const parent = node;
+    const auto it = parent->children.lazy_emplace(component, [&](const auto& construct) {
       auto child = std::make_unique<Node>();
-      child->parent = node;
+      child->parent = parent;
       child->name = std::string(component);
       const absl::string_view key = child->name;
-      it = node->children.emplace(key, std::move(child)).first;
-    }
+      construct(key, std::move(child));
+      ++nodes_;
+    });
     node = it->second.get();
     if (slash == absl::string_view::npos) break;
     if (node->live > 0) ancestors.push_back(node->latest);
@@ -48,38 +88,58 @@ uint64_t Scheduler::Enqueue(absl::string_view devpath) {
   for (const uint64_t a : ancestors) {
     if (a > covered) wait_on(a);
   }
-  // Descendants: only subtrees that hold live events.
+  // Descendants: only subtrees that hold live events. Dead nodes met on the way are freed, so
+  // each costs this walk once.
   if (node->subtree_live > node->live) {
-    absl::InlinedVector<const Node*, 16> stack = {node};
+    absl::InlinedVector<Node*, 16> stack = {node};
     while (!stack.empty()) {
-      const Node* n = stack.back();
+      Node* const n = stack.back();
       stack.pop_back();
-      for (const auto& [name, child] : n->children) {
-        if (child->live > 0 && child->latest > covered) wait_on(child->latest);
-        if (child->subtree_live > child->live) stack.push_back(child.get());
-      }
+      FreeDeadChildren(*n, [&](Node& child) {
+        if (child.live > 0 && child.latest > covered) wait_on(child.latest);
+        if (child.subtree_live > child.live) stack.push_back(&child);
+      });
     }
   }
 
   node->latest = id;
   ++node->live;
-  for (Node* n = node; n != nullptr; n = n->parent) ++n->subtree_live;
+  for (Node* n = node; n->parent != nullptr; n = n->parent) {
+    if (n->subtree_live++ == 0) ++live_nodes_;
+  }
+  ++root_->subtree_live;
   entry.node = node;
   if (entry.blockers == 0) ready_.push(id);
   entries_.emplace(id, std::move(entry));
   return id;
 }
 
+void Scheduler::MaybeSweep() {
+  const size_t dead = nodes_ - live_nodes_;
+  if (dead <= kMaxDeadNodes || dead <= live_nodes_) return;
+  // Costs the live nodes plus the dead ones freed; runs only when the dead outnumber the live.
+  std::vector<Node*> stack = {root_.get()};
+  while (!stack.empty()) {
+    Node* const n = stack.back();
+    stack.pop_back();
+    FreeDeadChildren(*n, [&](Node& child) { stack.push_back(&child); });
+  }
+}
+
 std::vector<uint64_t> Scheduler::TakeRunnable() {
   std::vector<uint64_t> start;
+  TakeRunnable(start);
+  return start;
+}
+
+void Scheduler::TakeRunnable(std::vector<uint64_t>& out) {
   while (running_ < children_max_ && !ready_.empty()) {
     const uint64_t id = ready_.top();
     ready_.pop();
     entries_.at(id).running = true;
     ++running_;
-    start.push_back(id);
+    out.push_back(id);
   }
-  return start;
 }
 
 absl::Status Scheduler::Finish(uint64_t id) {
@@ -94,18 +154,14 @@ absl::Status Scheduler::Finish(uint64_t id) {
   }
   Node* node = it->second.node;
   --node->live;
-  // Drop the counts up to the root, freeing nodes whose subtree emptied (children go first, so
-  // an emptied node has no children left).
-  while (node != nullptr) {
-    Node* const parent = node->parent;
-    if (--node->subtree_live == 0 && parent != nullptr) {
-      const auto child = parent->children.find(absl::string_view(node->name));
-      parent->children.erase(child);  // destroys *node
-    }
-    node = parent;
+  // Drop the counts up to the root. Nodes whose subtree emptied stay for now (MaybeSweep).
+  for (; node->parent != nullptr; node = node->parent) {
+    if (--node->subtree_live == 0) --live_nodes_;
   }
+  --node->subtree_live;  // the root
   entries_.erase(it);
   --running_;
+  MaybeSweep();
   return absl::OkStatus();
 }
 

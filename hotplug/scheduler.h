@@ -17,7 +17,11 @@
 // ones wait on it, so Finish touches only the events it was blocking and a blocked event is
 // never re-scanned. Live DEVPATHs are kept in a trie of path components, each node counting the
 // live events in its subtree: Enqueue walks the event's components (one short-key hash lookup
-// each) and visits only subtrees below it that hold live events. Per DEVPATH only the latest
+// each) and visits only subtrees below it that hold live events. A path whose events all ended
+// stays in the trie for a while (the next event on that device, or a sibling, walks it without
+// allocating); dead nodes are freed when a walk passes them or, in bulk, once they outnumber
+// the live ones (and at least kMaxDeadNodes), so they cost amortized O(1) each and memory stays
+// bounded. Per DEVPATH only the latest
 // live event is waited on (it cannot finish before the earlier ones there), so a pile of events
 // on one device stays linear. With distinct DEVPATHs, 100,000 queued events cost
 // O(n * depth) in total, never O(n^2); an event whose DEVPATH has k live descendants costs O(k)
@@ -56,6 +60,8 @@ class Scheduler {
 
   // Ids to start now, in release order; they count as running from here on.
   [[nodiscard]] std::vector<uint64_t> TakeRunnable();
+  // The same, appended to `out`: a caller that pumps after every event reuses one buffer.
+  void TakeRunnable(std::vector<uint64_t>& out);
 
   // A running event is done. NotFound for an unknown id, FailedPrecondition for one still
   // queued (never returned by TakeRunnable).
@@ -66,12 +72,19 @@ class Scheduler {
   // Queued events waiting on an earlier related event (the rest of queued() wait for a slot).
   [[nodiscard]] size_t blocked() const { return queued() - ready_.size(); }
   [[nodiscard]] bool idle() const { return entries_.empty(); }
+  // DEVPATH components held in the trie, live and dead (bounded; see the cost note above).
+  [[nodiscard]] size_t trie_nodes() const { return nodes_; }
 
   [[nodiscard]] size_t children_max() const { return children_max_; }
   void set_children_max(size_t children_max) { children_max_ = children_max; }
 
  private:
-  // One DEVPATH component. Owns its children; exists while its subtree holds a live event.
+  // Dead nodes (no live event in their subtree) kept before a sweep frees them: enough for the
+  // paths of the last few dozen devices, few enough to stay in cache.
+  static constexpr size_t kMaxDeadNodes = 128;
+
+  // One DEVPATH component. Owns its children. Live while its subtree holds a live event; a dead
+  // node lingers until a walk or a sweep frees it.
   struct Node {
     Node* parent = nullptr;
     std::string name;          // this component; the key in parent->children views it
@@ -88,9 +101,18 @@ class Scheduler {
     std::vector<uint64_t> waiters;   // later events counting this one in their blockers
   };
 
+  // Frees the dead children of `node` (with their subtrees) and calls visit_live(Node&) on the
+  // others.
+  template <typename Visit>
+  void FreeDeadChildren(Node& node, Visit visit_live);
+  // Frees every dead node once there are more dead nodes than the bound allows.
+  void MaybeSweep();
+
   size_t children_max_;
   uint64_t next_id_ = 1;
   size_t running_ = 0;
+  size_t nodes_ = 0;       // in the trie, root excluded
+  size_t live_nodes_ = 0;  // of those, with a live event in their subtree
   std::unique_ptr<Node> root_;  // the empty path; a pointer so moves keep children's parents
   absl::flat_hash_map<uint64_t, Entry> entries_;
   // Unblocked queued ids, smallest (earliest) first.

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -200,6 +201,54 @@ TEST(SchedulerTest, AgreesWithTheModel) {
       ASSERT_EQ(s.running(), running.size());
     }
   }
+}
+
+// Long runs over many distinct paths: ended paths linger in the trie and are revived or swept;
+// the decisions must not change and the trie must stay bounded.
+TEST(SchedulerTest, AgreesWithTheModelWhileDeadPathsAreSwept) {
+  std::mt19937_64 rng(11);
+  Scheduler s(6);
+  ModelScheduler m(6);
+  std::vector<uint64_t> running;
+  size_t max_nodes = 0;
+  for (int step = 0; step < 30000; ++step) {
+    if (rng() % 2 == 0) {
+      std::string path;
+      const size_t depth = 1 + rng() % 3;
+      for (size_t d = 0; d < depth; ++d) absl::StrAppend(&path, "/n", rng() % 40);
+      ASSERT_EQ(s.Enqueue(path), m.Enqueue(path));
+    } else if (!running.empty()) {
+      const size_t i = rng() % running.size();
+      ASSERT_TRUE(s.Finish(running[i]).ok());
+      m.Finish(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    const std::vector<uint64_t> got = s.TakeRunnable();
+    ASSERT_EQ(got, m.TakeRunnable()) << "step " << step;
+    running.insert(running.end(), got.begin(), got.end());
+    max_nodes = std::max(max_nodes, s.trie_nodes());
+  }
+  // 40 + 1600 + 64000 possible nodes; the dead ones are kept to about the sweep bound.
+  EXPECT_LE(max_nodes, 600u);
+  EXPECT_GT(max_nodes, 100u);  // ended paths do linger (the point of keeping them)
+}
+
+TEST(SchedulerTest, DistinctPathsOneAtATimeKeepTheTrieBounded) {
+  Scheduler s(1);
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t id = s.Enqueue(absl::StrCat("/devices/bench/dev", i));
+    ASSERT_THAT(s.TakeRunnable(), ElementsAre(id));
+    ASSERT_TRUE(s.Finish(id).ok());
+    ASSERT_LE(s.trie_nodes(), 140u) << i;
+  }
+  // Still exact after sweeps: a parent waits for its live child, a sibling does not.
+  const uint64_t child = s.Enqueue("/devices/bench/dev7");
+  const uint64_t parent = s.Enqueue("/devices/bench");
+  const uint64_t sibling = s.Enqueue("/devices/other");
+  s.set_children_max(8);
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(child, sibling));
+  ASSERT_TRUE(s.Finish(child).ok());
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(parent));
 }
 
 // 100,000 queued events: measures, asserts only correctness. Prints the CPU time per event so

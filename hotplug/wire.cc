@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 
 namespace hotring::hotplug {
@@ -156,9 +158,14 @@ absl::StatusOr<WireMessage> ParseWireMessage(absl::string_view datagram) {
     return DropError(DropReason::kTruncated,
                      absl::StrCat("last field ", QuoteForLog(tail), " is not NUL-terminated"));
   }
+  // Split and check first, then build the owned strings into a vector of the exact size: a
+  // growing vector of string pairs would move every field again on each doubling.
+  absl::InlinedVector<std::pair<absl::string_view, absl::string_view>, 32> split;
   size_t offset = kWireHeaderBytes;
   while (!block.empty()) {
-    const size_t end = block.find('\0');  // found: the block ends with NUL
+    // Found: the block ends with NUL.
+    const auto* const nul = static_cast<const char*>(std::memchr(block.data(), '\0', block.size()));
+    const size_t end = static_cast<size_t>(nul - block.data());
     const absl::string_view entry = block.substr(0, end);
     block.remove_prefix(end + 1);
     if (entry.empty()) {
@@ -167,22 +174,28 @@ absl::StatusOr<WireMessage> ParseWireMessage(absl::string_view datagram) {
                                     ")"));
     }
     offset += end + 1;
-    if (message.fields.size() == kMaxWireFields) {
+    if (split.size() == kMaxWireFields) {
       return DropError(DropReason::kTooManyVariables,
                        absl::StrCat("more than ", kMaxWireFields, " fields"));
     }
-    const size_t eq = entry.find('=');
-    if (eq == absl::string_view::npos) {
+    const auto* const eq = static_cast<const char*>(std::memchr(entry.data(), '=', entry.size()));
+    if (eq == nullptr) {
       return DropError(DropReason::kBadVariable,
                        absl::StrCat("field ", QuoteForLog(entry), " has no '='"));
     }
-    if (eq == 0) {
+    const size_t key_size = static_cast<size_t>(eq - entry.data());
+    if (key_size == 0) {
       return DropError(DropReason::kBadVariable,
                        absl::StrCat("field ", QuoteForLog(entry), " has an empty key"));
     }
-    const absl::string_view key = entry.substr(0, eq);
+    const absl::string_view key = entry.substr(0, key_size);
     if (absl::Status s = ValidateEnvKey(key); !s.ok()) return s;
-    message.fields.emplace_back(std::string(key), std::string(entry.substr(eq + 1)));
+    split.emplace_back(key, entry.substr(key_size + 1));
+  }
+  message.fields.reserve(split.size());
+  for (const auto& [key, value] : split) {
+    message.fields.emplace_back(std::piecewise_construct, std::forward_as_tuple(key.data(), key.size()),
+                                std::forward_as_tuple(value.data(), value.size()));
   }
   return message;
 }
