@@ -443,6 +443,38 @@ TEST(DaemonTest, SigtermFinishesAcceptedEventsBeforeExiting) {
   EXPECT_EQ(seen, (std::set<std::string>{"1", "3"}));
 }
 
+// The kernel's uevent helper convention: invoked as hotring-send with the event in the
+// environment and the subsystem in argv[1]; no daemon yet, so it starts one.
+TEST(DaemonTest, UeventHelperStartsTheDaemonAndDeliversTheEvent) {
+  Recorder recorder;
+  char dir_template[] = "/tmp/hotring_helper_XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string helper = dir + "/hotring-send";
+  ASSERT_EQ(::symlink(testing::HotringBinary().c_str(), helper.c_str()), 0);
+  const std::string socket = absl::StrCat("@hotring-helper-test-", ::getpid());
+  absl::StatusOr<CommandResult> sent = testing::RunCommand(
+      {helper, "usb"},
+      {"ACTION=add", "DEVPATH=/devices/helper", "SEQNUM=7", "HOME=/", "PATH=/bin",
+       absl::StrCat("HOTRING_SOCKET=", socket),
+       absl::StrCat("HOTRING_DAEMON_ARGS=--no-netlink --expect-seqnum 7 --exec ",
+                    recorder.handler())});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(sent->exit_code, 0) << sent->err;
+  absl::StatusOr<CommandResult> settled =
+      RunHotring({"settle", "--socket", socket, "--timeout", "20"});
+  ASSERT_TRUE(settled.ok());
+  EXPECT_EQ(settled->exit_code, 0) << settled->err;
+  const std::vector<HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].seqnum, "7");
+  EXPECT_EQ(runs[0].subsystem, "usb");
+  absl::StatusOr<CommandResult> exit = RunHotring({"control", "exit", "--socket", socket});
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->exit_code, 0) << exit->err;
+  ::unlink(helper.c_str());
+  ::rmdir(dir.c_str());
+}
+
 TEST(DaemonTest, BadArgumentsAreAClearError) {
   absl::StatusOr<CommandResult> r = RunHotring({"daemon", "--children-max", "zero"});
   ASSERT_TRUE(r.ok());

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/status.h"
@@ -36,7 +37,9 @@ constexpr absl::string_view kSendUsage =
     "  --wait[=S]           wait until the event was handled (default 30 s), retransmitting\n"
     "  --timeout S          give up reaching a daemon after S seconds (default 5)\n"
     "  --autostart          start the daemon if none listens\n"
-    "  --daemon-arg ARG     extra argument for the autostarted daemon (repeatable)\n";
+    "  --daemon-arg ARG     extra argument for the autostarted daemon (repeatable)\n"
+    "environment: HOTRING_SOCKET (default socket), HOTRING_DAEMON_ARGS (space-separated\n"
+    "daemon arguments for --autostart); both work when invoked as hotring-send.\n";
 
 // Shell and login variables that are not part of an event.
 bool IsShellVariable(absl::string_view key) {
@@ -65,6 +68,15 @@ struct SendOptions {
 };
 
 absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions& options) {
+  // As the kernel's uevent helper there are no options to pass: the environment carries them.
+  if (const char* socket = std::getenv("HOTRING_SOCKET"); socket != nullptr && *socket != '\0') {
+    options.socket = socket;
+  }
+  if (const char* extra = std::getenv("HOTRING_DAEMON_ARGS"); extra != nullptr) {
+    for (const absl::string_view arg : absl::StrSplit(extra, ' ', absl::SkipEmpty())) {
+      options.daemon_args.emplace_back(arg);
+    }
+  }
   FlagReader flags("send", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
