@@ -26,9 +26,17 @@ constexpr absl::string_view kUsage =
     "usage: hotring <command> [options]\n"
     "\n"
     "commands:\n"
+    "  daemon                 serve the control socket and kernel uevents\n"
+    "  send [SUBSYSTEM]       send one event (from the environment or --env KEY=VALUE)\n"
+    "  settle                 wait until nothing is held, queued or running\n"
+    "  control status|exit|reload\n"
+    "  monitor                print handled events (--kernel: raw kernel uevents)\n"
+    "  trigger                write an action into sysfs uevent files (coldplug)\n"
+    "  bench reactor|events|coldplug|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
-    "  bench reactor [--json] NOP and socketpair round trips through the reactor\n"
-    "  --version              print the version\n";
+    "  --version              print the version\n"
+    "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"
+    "is the kernel's uevent helper.\n";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "hotring: %s\n", status.ToString().c_str());

@@ -49,7 +49,12 @@ int SettleCommand(const std::vector<std::string>& args) {
   FlagReader flags("settle", args);
   while (flags.Next()) {
     absl::Status s;
-    if (flags.flag() == "--socket") {
+    if (flags.flag() == "--help") {
+      std::fputs("usage: hotring settle [--socket PATH|@NAME] [--timeout S (default 120)]\n"
+                 "exit 0 once nothing is held, queued or running; 1 on timeout\n",
+                 stdout);
+      return 0;
+    } else if (flags.flag() == "--socket") {
       absl::StatusOr<std::string> v = flags.String();
       if (v.ok()) socket = *v;
       s = v.status();
@@ -80,7 +85,12 @@ int ControlCommandMain(const std::vector<std::string>& args) {
   FlagReader flags("control", args);
   while (flags.Next()) {
     absl::Status s;
-    if (flags.positional() && !command.has_value()) {
+    if (flags.flag() == "--help") {
+      std::fputs("usage: hotring control status|exit|reload [--json] [--socket PATH|@NAME] "
+                 "[--timeout S]\n",
+                 stdout);
+      return 0;
+    } else if (flags.positional() && !command.has_value()) {
       command = ControlCommandFromName(flags.flag());
       if (!command.has_value() || *command == ControlCommand::kSettle ||
           *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor) {
@@ -232,7 +242,13 @@ int MonitorCommand(const std::vector<std::string>& args) {
   FlagReader flags("monitor", args);
   while (flags.Next()) {
     absl::Status s;
-    if (flags.flag() == "--socket") {
+    if (flags.flag() == "--help") {
+      std::fputs("usage: hotring monitor [--env] [--kernel] [--count N] [--socket PATH|@NAME]\n"
+                 "  handled events from the daemon: SEQNUM ACTION DEVPATH (SUBSYSTEM) result "
+                 "duration\n  --kernel: raw kernel uevents from netlink as they arrive\n",
+                 stdout);
+      return 0;
+    } else if (flags.flag() == "--socket") {
       absl::StatusOr<std::string> v = flags.String();
       if (v.ok()) options.socket = *v;
       s = v.status();
