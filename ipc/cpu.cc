@@ -49,6 +49,15 @@ absl::Status MaybePinCurrentThread(std::optional<int> cpu) {
   return PinCurrentThread(*cpu);
 }
 
+AffinityRestorer::AffinityRestorer() {
+  CPU_ZERO(&saved_);
+  valid_ = ::pthread_getaffinity_np(::pthread_self(), sizeof(saved_), &saved_) == 0;
+}
+
+AffinityRestorer::~AffinityRestorer() {
+  if (valid_) (void)::pthread_setaffinity_np(::pthread_self(), sizeof(saved_), &saved_);
+}
+
 std::string CpuListString(const std::vector<int>& cpus) { return absl::StrJoin(cpus, ","); }
 
 }  // namespace hotring::ipc

@@ -3,6 +3,8 @@
 #ifndef HOTRING_IPC_CPU_H_
 #define HOTRING_IPC_CPU_H_
 
+#include <sched.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,20 @@ absl::Status PinCurrentThread(int cpu);
 
 // Pins the calling thread when `cpu` is set (the `--cpu N` convention of the bench commands).
 absl::Status MaybePinCurrentThread(std::optional<int> cpu);
+
+// Restores the calling thread's CPU affinity when dropped (for code that pins the thread it was
+// called on only for the duration of a run). Owns the saved mask.
+class AffinityRestorer {
+ public:
+  AffinityRestorer();
+  AffinityRestorer(const AffinityRestorer&) = delete;
+  AffinityRestorer& operator=(const AffinityRestorer&) = delete;
+  ~AffinityRestorer();
+
+ private:
+  cpu_set_t saved_;
+  bool valid_ = false;
+};
 
 // "0,1" for {0, 1}.
 std::string CpuListString(const std::vector<int>& cpus);

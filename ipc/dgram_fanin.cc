@@ -178,8 +178,10 @@ Task<void> PollClient(io::Reactor& reactor, int fd, int index, WakeState* state)
   state->wake->Notify();
 }
 
-Task<absl::StatusOr<int>> WaitWithUring(io::Reactor& reactor, const Sockets& s,
-                                        MonoTime* start) {
+// Sets *start just before the exchanger is told to go and *end as soon as a poll fired, before
+// the other polls are cancelled (one cancel submission each, which is not part of the wait).
+Task<absl::StatusOr<int>> WaitWithUring(io::Reactor& reactor, const Sockets& s, MonoTime* start,
+                                        MonoTime* end) {
   HOTRING_CO_ASSIGN_OR_RETURN(const io::ThreadWake wake, io::ThreadWake::Create());
   WakeState state;
   state.wake = &wake;
@@ -195,11 +197,12 @@ Task<absl::StatusOr<int>> WaitWithUring(io::Reactor& reactor, const Sockets& s,
   while (state.woken < 0 && state.status.ok()) {
     HOTRING_CO_RETURN_IF_ERROR((co_await wake.Wait(reactor)).status());
   }
+  *end = MonoNow();
   HOTRING_CO_RETURN_IF_ERROR(state.status);
   co_return state.woken;
 }
 
-absl::StatusOr<int> WaitWithSelect(const Sockets& s, MonoTime* start) {
+absl::StatusOr<int> WaitWithSelect(const Sockets& s, MonoTime* start, MonoTime* end) {
   fd_set watched;
   FD_ZERO(&watched);
   int max_fd = -1;
@@ -218,6 +221,7 @@ absl::StatusOr<int> WaitWithSelect(const Sockets& s, MonoTime* start) {
     const int n = ::select(max_fd + 1, &ready, nullptr, nullptr, nullptr);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoStatus("select");
+    *end = MonoNow();
     for (size_t i = 0; i < s.clients.size(); ++i) {
       if (FD_ISSET(s.clients[i].get(), &ready)) return static_cast<int>(i);
     }
@@ -234,16 +238,16 @@ Task<absl::StatusOr<DgramFaninFigure>> RunOnce(io::Reactor& reactor,
                                 return Exchange(sockets, options.messages, exchanger_cpu);
                               }));
   MonoTime start;
+  MonoTime end;
   absl::StatusOr<int> woken = -1;
   switch (waiter) {
     case FaninWaiter::kUring:
-      woken = co_await WaitWithUring(reactor, sockets, &start);
+      woken = co_await WaitWithUring(reactor, sockets, &start, &end);
       break;
     case FaninWaiter::kSelect:
-      woken = WaitWithSelect(sockets, &start);
+      woken = WaitWithSelect(sockets, &start, &end);
       break;
   }
-  const MonoTime end = MonoNow();
   HOTRING_CO_RETURN_IF_ERROR(woken.status());
   HOTRING_CO_ASSIGN_OR_RETURN(const ExchangeReport report,
                               co_await FinishExchanger(reactor, sockets, exchanger));
@@ -307,6 +311,8 @@ Task<absl::StatusOr<DgramFaninResult>> RunDgramFanin(io::Reactor& reactor,
                                                      DgramFaninOptions options) {
   HOTRING_CO_RETURN_IF_ERROR(ValidateDgramFaninOptions(options));
   HOTRING_CO_RETURN_IF_ERROR(EnsureDescriptorLimit(options.clients + 2 * kSpareFds));
+  // The waiter is pinned for the run only (the exchanger inherits it unless told otherwise).
+  const AffinityRestorer restore_affinity;
   HOTRING_CO_RETURN_IF_ERROR(MaybePinCurrentThread(options.cpu));
   DgramFaninResult result;
   result.clients = options.clients;

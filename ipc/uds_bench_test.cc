@@ -327,6 +327,23 @@ TEST(UdsLaunchTest, SizeAboveTheLimitStartsNothing) {
   EXPECT_FALSE(PathExists(options.socket));
 }
 
+TEST(UdsLaunchTest, FailingChildrenEndTheRunWithTheirStatus) {
+  std::unique_ptr<io::Reactor> reactor = MakeReactor();
+  UdsLaunchOptions options;
+  options.self_exe = "/bin/false";
+  options.socket = TempPath("uds-false.sock");
+  options.timeout = absl::Seconds(60);
+  int signo = 0;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<UdsLaunchResult> result =
+      reactor->BlockOn(RunUdsLaunch(*reactor, options, nullptr, &signo));
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("failed (exit code 1)"), absl::string_view::npos)
+      << result.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "waited for the timeout";
+  EXPECT_FALSE(PathExists(options.socket));
+}
+
 TEST(UdsServerProcessTest, SigtermRemovesTheSocketFile) {
   const std::string path = TempPath("uds-server-term.sock");
   absl::StatusOr<ChildProcess> server = ChildProcess::Spawn(

@@ -45,9 +45,20 @@ struct ChildOutcome {
   absl::StatusOr<io::ExitStatus> exit = io::ExitStatus{};
 };
 
-Task<void> Collect(io::Reactor& reactor, ChildProcess* child, ChildOutcome* out) {
-  out->output = co_await child->ReadStdout(reactor);
-  out->exit = co_await child->Wait(reactor);
+// Reads one child's report and reaps it. A child that fails takes the others down with it
+// (SIGTERM): a server left waiting for a caller that never connected would otherwise wait
+// until the timeout.
+Task<void> Collect(io::Reactor& reactor, std::vector<ChildProcess>* children, size_t index,
+                   ChildOutcome* out, int* first_failed) {
+  ChildProcess& child = (*children)[index];
+  out->output = co_await child.ReadStdout(reactor);
+  out->exit = co_await child.Wait(reactor);
+  if (!out->exit.ok() || !out->exit->success()) {
+    if (*first_failed < 0) *first_failed = static_cast<int>(index);
+    for (size_t i = 0; i < children->size(); ++i) {
+      if (i != index) (void)(*children)[i].Signal(SIGTERM);
+    }
+  }
 }
 
 Task<void> StopOnSignal(io::Reactor& reactor, io::SignalFd* signals,
@@ -187,10 +198,11 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
     outcomes.push_back(ChildOutcome{"uds-client (echo)"});
   }
 
+  int first_failed = -1;
   {
     TaskScope collectors;
     for (size_t i = 0; i < children.size(); ++i) {
-      collectors.Spawn(Collect(reactor, &children[i], &outcomes[i]));
+      collectors.Spawn(Collect(reactor, &children, i, &outcomes[i], &first_failed));
     }
     co_await collectors.Join();
   }
@@ -203,6 +215,8 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
         "bench uds: not finished after %s; the processes were killed",
         absl::FormatDuration(options.timeout)));
   }
+  // The child that failed first is the story; the others were stopped because of it.
+  if (first_failed > 0) std::swap(outcomes[0], outcomes[first_failed]);
   for (const ChildOutcome& outcome : outcomes) {
     if (!outcome.output.ok()) {
       co_return absl::Status(outcome.output.status().code(),
