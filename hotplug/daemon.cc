@@ -84,6 +84,7 @@ bool SameAddress(const io::SocketAddress& a, const io::SocketAddress& b) {
 Daemon::Daemon(DaemonOptions options, std::unique_ptr<Handler> handler)
     : options_(std::move(options)),
       handler_(std::move(handler)),
+      null_handler_(dynamic_cast<const NullHandler*>(handler_.get()) != nullptr),
       reorderer_(ReordererOptions{.timeout = options_.reorder_timeout,
                                   .expect_seqnum = options_.expect_seqnum}),
       scheduler_(options_.children_max > 0 ? options_.children_max : DefaultChildrenMax()) {}
@@ -188,7 +189,7 @@ Task<absl::Status> Daemon::Main() {
   services_.CancelAll();
   ExpireResult rest = reorderer_.ReleaseAll();
   NoteMissing(rest.missing, "stopping");
-  Release(std::move(rest.released), MonoNow());
+  Release(rest.released, MonoNow());
   Pump();
   while (!Idle() && !force_stop_) co_await idle_.Wait();
   if (force_stop_) {
@@ -420,25 +421,35 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
       Drop(DropReason::kQueueFull, absl::StrCat("SEQNUM=", seqnum, ": ", Pending(), " pending"));
       return;
     }
-    PushResult pushed = reorderer_.Push(std::move(event), now);
-    if (pushed.duplicate()) {
+    // The member buffers keep their capacity from event to event; taken out while in use.
+    std::vector<Event> released = std::move(released_);
+    std::vector<SeqnumRange> missing = std::move(missing_);
+    released.clear();
+    missing.clear();
+    const PushDisposition disposition =
+        reorderer_.Push(std::move(event), now, released, missing);
+    if (disposition == PushDisposition::kDuplicateOfHeld ||
+        disposition == PushDisposition::kDuplicateOfReleased) {
       Drop(DropReason::kDuplicate, absl::StrCat("SEQNUM=", seqnum, " seen before"));
-      if (!ack.has_value()) return;
       // Ack when the first copy is done; at once if it already is.
-      if (pushed.disposition == PushDisposition::kDuplicateOfHeld) {
+      if (!ack.has_value()) {
+        // Nothing to ack.
+      } else if (disposition == PushDisposition::kDuplicateOfHeld) {
         held_acks_[seqnum].push_back(*ack);
       } else if (auto id = seqnum_to_id_.find(seqnum); id != seqnum_to_id_.end()) {
         events_[id->second].acks.push_back(*ack);
       } else {
         SendAck(*ack, seqnum, EventResult::kDuplicate);
       }
-      return;
+    } else {
+      ++counters_.received;
+      if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
+      NoteMissing(missing, "too many held events");
+      Release(released, now);
+      if (!was_holding && reorderer_.held() > 0) reorder_changed_.NotifyAll();
     }
-    ++counters_.received;
-    if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
-    NoteMissing(pushed.missing, "too many held events");
-    Release(std::move(pushed.released), now);
-    if (!was_holding && reorderer_.held() > 0) reorder_changed_.NotifyAll();
+    released_ = std::move(released);
+    missing_ = std::move(missing);
     return;
   }
   // No SEQNUM: no reordering; a retransmission is recognised by its cookie.
@@ -502,7 +513,7 @@ uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now) {
   return id;
 }
 
-void Daemon::Release(std::vector<Event>&& events, MonoTime now) {
+void Daemon::Release(std::vector<Event>& events, MonoTime now) {
   if (events.empty()) return;
   for (Event& event : events) (void)ReleaseOne(std::move(event), now);
   Pump();
@@ -548,6 +559,11 @@ class StartedHandler {
 }  // namespace
 
 void Daemon::StartEvent(uint64_t id) {
+  if (null_handler_) {
+    // NullHandler::Handle completes at once with a default result: skip its coroutine frame.
+    FinishEvent(id, HandlerResult{});
+    return;
+  }
   // events_ is a node map: the record stays put while other events come and go, so the
   // handler may keep its reference across suspensions.
   const Event& event = events_.find(id)->second.event;
@@ -650,7 +666,7 @@ Task<void> Daemon::ReorderTimer() {
     if (expired.released.empty()) continue;
     ++counters_.reorder_timeouts;
     NoteMissing(expired.missing, "reorder timeout");
-    Release(std::move(expired.released), MonoNow());
+    Release(expired.released, MonoNow());
     CheckIdle();
   }
 }

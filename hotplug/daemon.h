@@ -119,7 +119,8 @@ class Daemon {
   void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
   // Takes a validated event from any source. `ack`: who to tell when it is done.
   void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack);
-  void Release(std::vector<Event>&& events, MonoTime now);
+  // Queues every event (moving each out of `events`) and pumps.
+  void Release(std::vector<Event>& events, MonoTime now);
   // Queues one released event (the caller pumps); returns its scheduler id.
   uint64_t ReleaseOne(Event&& event, MonoTime now);
   void NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why);
@@ -143,6 +144,7 @@ class Daemon {
 
   DaemonOptions options_;
   std::unique_ptr<Handler> handler_;
+  const bool null_handler_;  // no handler: events are finished without calling it
   std::unique_ptr<io::Reactor> reactor_;
   std::optional<io::SignalFd> signals_;
   UniqueFd control_fd_;
@@ -157,6 +159,8 @@ class Daemon {
   DaemonCounters counters_;
   absl::node_hash_map<uint64_t, EventRecord> events_;      // by scheduler id (stable refs)
   std::vector<uint64_t> runnable_;  // Pump's buffer, kept to reuse its allocation
+  std::vector<Event> released_;     // Accept's buffers for Reorderer::Push, likewise
+  std::vector<SeqnumRange> missing_;
   absl::flat_hash_map<uint64_t, uint64_t> seqnum_to_id_;   // queued or running, by SEQNUM
   absl::flat_hash_map<uint64_t, std::vector<AckTarget>> held_acks_;  // held in the reorderer
   // SEQNUM-less events sent with an ack request, by cookie, so a retransmission is not handled

@@ -9,6 +9,7 @@
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "absl/utility/utility.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -42,18 +43,34 @@ static_assert(HasNonKeyByte(0x417f414141414141ULL));    // DEL
 static_assert(HasNonKeyByte(0x8041414141414141ULL));    // non-ASCII
 static_assert(HasNonKeyByte(0x4141414141414100ULL));    // NUL
 
+uint64_t Load64(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+uint64_t Load32(const char* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+// Every byte of the non-empty `key` passes IsKeyByte. Fixed-size loads only (overlapping at the
+// end), so nothing becomes a call to memcpy.
 bool AllKeyBytes(absl::string_view key) {
-  const char* p = key.data();
-  size_t n = key.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    if (HasNonKeyByte(w)) return false;
+  const char* const p = key.data();
+  const size_t n = key.size();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      if (HasNonKeyByte(Load64(p + i))) return false;
+    }
+    return n % 8 == 0 || !HasNonKeyByte(Load64(p + n - 8));
   }
-  if (n == 0) return true;
-  uint64_t w = 'A' * kOnes;  // padding that passes
-  std::memcpy(&w, p, n);
-  return !HasNonKeyByte(w);
+  if (n >= 4) return !HasNonKeyByte(Load32(p) | Load32(p + n - 4) << 32);
+  // 1 to 3 bytes: the first, middle and last (overlapping), then padding that passes.
+  const auto byte = [&](size_t i) { return uint64_t{static_cast<unsigned char>(p[i])}; };
+  return !HasNonKeyByte(byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16 |
+                        ('A' * kOnes) << 24);
 }
 
 // Why `key` (non-empty, with a byte failing IsKeyByte) was refused. Off the hot path.
@@ -95,19 +112,20 @@ absl::Status ValidateDevpath(absl::string_view devpath) {
                      absl::StrCat("DEVPATH ", QuoteForLog(devpath), " ends with '/'"));
   }
   // Components between slashes: none empty, none "." or "..".
-  size_t start = 1;
-  while (start <= devpath.size()) {
-    size_t end = devpath.find('/', start);
-    if (end == absl::string_view::npos) end = devpath.size();
-    const absl::string_view part = devpath.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") {
+  const char* part = devpath.data() + 1;
+  const char* const end = devpath.data() + devpath.size();
+  while (true) {
+    const void* const slash = std::memchr(part, '/', static_cast<size_t>(end - part));
+    const char* const part_end = slash != nullptr ? static_cast<const char*>(slash) : end;
+    const size_t length = static_cast<size_t>(part_end - part);
+    if (length == 0 || (part[0] == '.' && (length == 1 || (length == 2 && part[1] == '.')))) {
       return DropError(DropReason::kBadDevpath,
                        absl::StrCat("DEVPATH ", QuoteForLog(devpath),
                                     " has an empty, '.' or '..' component"));
     }
-    start = end + 1;
+    if (part_end == end) return absl::OkStatus();
+    part = part_end + 1;
   }
-  return absl::OkStatus();
 }
 
 absl::Status ValidateDeviceNumber(absl::string_view key, absl::string_view value) {
@@ -133,35 +151,10 @@ std::optional<uint64_t> ParseDecimalU64(absl::string_view text) {
   return value;
 }
 
-absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
-  if (env.size() > kMaxEventVariables) {
-    return DropError(DropReason::kTooManyVariables,
-                     absl::StrCat(env.size(), " variables, at most ", kMaxEventVariables));
-  }
-  size_t bytes = 0;
-  for (size_t i = 0; i < env.size(); ++i) {
-    const auto& [key, value] = env[i];
-    if (absl::Status s = ValidateEnvKey(key); !s.ok()) return s;
-    if (value.find('\0') != std::string::npos) {
-      return DropError(DropReason::kBadVariable,
-                       absl::StrCat("NUL inside the value of ", QuoteForLog(key)));
-    }
-    // At most 64 variables: the quadratic scan costs less than hashing them.
-    for (size_t j = 0; j < i; ++j) {
-      if (env[j].first == key) {
-        return DropError(DropReason::kBadVariable,
-                         absl::StrCat("key ", QuoteForLog(key), " appears twice"));
-      }
-    }
-    bytes += key.size() + value.size() + 2;  // "KEY=VALUE\0"
-  }
-  if (bytes > kMaxEventEnvBytes) {
-    return DropError(DropReason::kOversize,
-                     absl::StrCat("env of ", bytes, " bytes, at most ", kMaxEventEnvBytes));
-  }
+namespace {
 
-  Event event;
-  event.source = source;
+// The named fields of `event` from the validated `env`, and their own rules.
+absl::Status FillNamedFields(const EnvVars& env, Event& event) {
   bool has_action = false;
   bool has_devpath = false;
   for (const auto& [key, value] : env) {
@@ -219,8 +212,52 @@ absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
   }
   if (!has_devpath) return DropError(DropReason::kBadDevpath, "DEVPATH missing");
   if (absl::Status s = ValidateDevpath(event.devpath); !s.ok()) return s;
-  event.env = std::move(env);
-  return event;
+  return absl::OkStatus();
+}
+
+// The event of a validated `env`. Built inside the returned StatusOr (every return names it,
+// so it is constructed in the caller's slot): the event itself is never moved.
+absl::StatusOr<Event> BuildEvent(EnvVars env, EventSource source) {
+  absl::StatusOr<Event> result(absl::in_place);
+  if (absl::Status s = FillNamedFields(env, *result); !s.ok()) {
+    result = std::move(s);
+    return result;
+  }
+  result->source = source;
+  result->env = std::move(env);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
+  if (env.size() > kMaxEventVariables) {
+    return DropError(DropReason::kTooManyVariables,
+                     absl::StrCat(env.size(), " variables, at most ", kMaxEventVariables));
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < env.size(); ++i) {
+    const auto& [key, value] = env[i];
+    if (absl::Status s = ValidateEnvKey(key); !s.ok()) return s;
+    if (value.find('\0') != std::string::npos) {
+      return DropError(DropReason::kBadVariable,
+                       absl::StrCat("NUL inside the value of ", QuoteForLog(key)));
+    }
+    // At most 64 variables: the quadratic scan costs less than hashing them.
+    for (size_t j = 0; j < i; ++j) {
+      if (env[j].first == key) {
+        return DropError(DropReason::kBadVariable,
+                         absl::StrCat("key ", QuoteForLog(key), " appears twice"));
+      }
+    }
+    bytes += key.size() + value.size() + 2;  // "KEY=VALUE\0"
+  }
+  if (bytes > kMaxEventEnvBytes) {
+    return DropError(DropReason::kOversize,
+                     absl::StrCat("env of ", bytes, " bytes, at most ", kMaxEventEnvBytes));
+  }
+
+  return BuildEvent(std::move(env), source);
 }
 
 absl::StatusOr<Event> ParseKernelUevent(absl::string_view datagram) {

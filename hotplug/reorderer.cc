@@ -17,14 +17,19 @@ Reorderer::Reorderer(ReordererOptions options)
 }
 
 PushResult Reorderer::Push(Event&& event, MonoTime now) {
-  ++counters_.pushed;
   PushResult result;
+  result.disposition = Push(std::move(event), now, result.released, result.missing);
+  return result;
+}
+
+PushDisposition Reorderer::Push(Event&& event, MonoTime now, std::vector<Event>& released,
+                                std::vector<SeqnumRange>& missing) {
+  ++counters_.pushed;
   if (!event.seqnum.has_value() || *event.seqnum == kNoSuccessor) {
     ++counters_.bypassed;
     ++counters_.released;
-    result.disposition = PushDisposition::kBypassed;
-    result.released.push_back(std::move(event));
-    return result;
+    released.push_back(std::move(event));
+    return PushDisposition::kBypassed;
   }
   const uint64_t seqnum = *event.seqnum;
   if (!expected_.has_value()) expected_ = seqnum;
@@ -33,50 +38,45 @@ PushResult Reorderer::Push(Event&& event, MonoTime now) {
     const bool in_window = InWindow(seqnum);
     if (in_window && SeenBit(seqnum)) {
       ++counters_.duplicates;
-      result.disposition = PushDisposition::kDuplicateOfReleased;
-      return result;
+      return PushDisposition::kDuplicateOfReleased;
     }
     if (in_window) SetSeen(seqnum);
     ++counters_.stragglers;
     ++counters_.released;
-    result.disposition = PushDisposition::kStraggler;
-    result.released.push_back(std::move(event));
-    return result;
+    released.push_back(std::move(event));
+    return PushDisposition::kStraggler;
   }
 
   if (seqnum > *expected_) {
     if (held_.contains(seqnum)) {
       ++counters_.duplicates;
-      result.disposition = PushDisposition::kDuplicateOfHeld;
-      return result;
+      return PushDisposition::kDuplicateOfHeld;
     }
     // Full: give up the lowest gap, as a timeout would, until there is room. If the new event
     // sits below every held one, its own gap is the lowest and it is released instead of held.
     while (held_.size() >= options_.max_held) {
       const uint64_t lowest = held_.begin()->first;
       if (seqnum < lowest) {
-        SkipTo(seqnum, counters_.forced, result.missing);
+        SkipTo(seqnum, counters_.forced, missing);
         break;
       }
       // The run after `lowest` stops before `seqnum` (not held), so expected_ <= seqnum after.
-      ReleaseThrough(lowest, counters_.forced, result.released, result.missing);
+      ReleaseThrough(lowest, counters_.forced, released, missing);
     }
   }
 
   if (seqnum == *expected_) {
-    result.disposition = PushDisposition::kReleased;
     Advance();
     ++counters_.released;
-    result.released.push_back(std::move(event));
-    ReleaseContiguous(result.released);
-    return result;
+    released.push_back(std::move(event));
+    ReleaseContiguous(released);
+    return PushDisposition::kReleased;
   }
 
   ++counters_.held;
   by_age_.emplace(now, seqnum);
   held_.emplace(seqnum, Held{std::move(event), now});
-  result.disposition = PushDisposition::kHeld;
-  return result;
+  return PushDisposition::kHeld;
 }
 
 ExpireResult Reorderer::Expire(MonoTime now) {

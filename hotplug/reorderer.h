@@ -109,6 +109,10 @@ class Reorderer {
   Reorderer& operator=(const Reorderer&) = delete;
 
   [[nodiscard]] PushResult Push(Event&& event, MonoTime now);
+  // The same, appending to the caller's vectors instead of fresh ones, so a caller that keeps
+  // them (clearing between calls) allocates nothing per in-order event.
+  [[nodiscard]] PushDisposition Push(Event&& event, MonoTime now, std::vector<Event>& released,
+                                     std::vector<SeqnumRange>& missing);
 
   // Releases what timed out by `now` (nothing if NextDeadline() is later). Call when the timer
   // fires; calling early or twice is harmless.

@@ -152,13 +152,22 @@ absl::Status Scheduler::Finish(uint64_t id) {
   for (const uint64_t waiter : it->second.waiters) {
     if (--entries_.at(waiter).blockers == 0) ready_.push(waiter);
   }
-  Node* node = it->second.node;
-  --node->live;
-  // Drop the counts up to the root. Nodes whose subtree emptied stay for now (MaybeSweep).
+  Node* const leaf = it->second.node;
+  --leaf->live;
+  // Drop the counts up to the root.
+  Node* node = leaf;
   for (; node->parent != nullptr; node = node->parent) {
     if (--node->subtree_live == 0) --live_nodes_;
   }
   --node->subtree_live;  // the root
+  // A device's own path, once its last event ended, goes at once: paths are mostly distinct
+  // devices, and removing it from a small sibling table costs less than leaving it for a sweep.
+  // Its ancestors (shared by the next device's path) stay until a walk or sweep frees them.
+  if (leaf->subtree_live == 0 && leaf->children.empty()) {
+    Node* const parent = leaf->parent;
+    parent->children.erase(absl::string_view(leaf->name));  // destroys *leaf
+    --nodes_;
+  }
   entries_.erase(it);
   --running_;
   MaybeSweep();

@@ -17,11 +17,11 @@
 // ones wait on it, so Finish touches only the events it was blocking and a blocked event is
 // never re-scanned. Live DEVPATHs are kept in a trie of path components, each node counting the
 // live events in its subtree: Enqueue walks the event's components (one short-key hash lookup
-// each) and visits only subtrees below it that hold live events. A path whose events all ended
-// stays in the trie for a while (the next event on that device, or a sibling, walks it without
-// allocating); dead nodes are freed when a walk passes them or, in bulk, once they outnumber
-// the live ones (and at least kMaxDeadNodes), so they cost amortized O(1) each and memory stays
-// bounded. Per DEVPATH only the latest
+// each) and visits only subtrees below it that hold live events. When the last event on a
+// DEVPATH ends, its own node goes at once, but the ancestors whose subtrees emptied stay in the
+// trie for a while (the next device under the same parents walks them without allocating);
+// such dead nodes are freed when a walk passes them or, in bulk, once they outnumber the live
+// ones (and kMaxDeadNodes), so they cost amortized O(1) each and memory stays bounded. Per DEVPATH only the latest
 // live event is waited on (it cannot finish before the earlier ones there), so a pile of events
 // on one device stays linear. With distinct DEVPATHs, 100,000 queued events cost
 // O(n * depth) in total, never O(n^2); an event whose DEVPATH has k live descendants costs O(k)
