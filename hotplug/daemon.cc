@@ -236,7 +236,7 @@ Task<void> Daemon::WatchSignals() {
 Task<void> Daemon::ReceiveControl() {
   io::MultishotReceiver receiver(*reactor_, control_fd_.get(), control_ring_);
   for (;;) {
-    absl::StatusOr<io::Datagram> datagram = co_await receiver.Next();
+    absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
     if (!datagram.ok()) {
       LogError("control socket: %s", datagram.status().ToString());
       (void)co_await io::Sleep(*reactor_, absl::Milliseconds(10));
@@ -719,7 +719,7 @@ Task<void> Daemon::ReceiveNetlink() {
   io::MultishotReceiver receiver(*reactor_, netlink_fd_.get(), netlink_ring_);
   bool in_storm = false;
   for (;;) {
-    absl::StatusOr<io::Datagram> datagram = co_await receiver.Next();
+    absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
     if (!datagram.ok()) {
       if (io::IsSocketOverrun(datagram.status())) {
         ++counters_.netlink_overruns;

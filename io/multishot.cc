@@ -82,27 +82,32 @@ void MultishotReceiver::Arm() {
 }
 
 Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
+  absl::StatusOr<Datagram> result;
+  while (!TryReceive(result)) co_await CompletionAwaiter(reactor_, id_);
+  co_return result;
+}
+
+bool MultishotReceiver::TryReceive(absl::StatusOr<Datagram>& out) {
   // Each ring buffer receives a header, the peer address and the control data before the
   // payload; a ring of smaller buffers could never hold a datagram.
   constexpr size_t kOverhead =
       sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_storage) + kControlSpace;
   if (ring_->buffer_size() <= kOverhead) {
-    co_return absl::InvalidArgumentError(absl::StrCat(
+    out = absl::InvalidArgumentError(absl::StrCat(
         "multishot recvmsg needs ring buffers larger than ", kOverhead, " bytes"));
+    return true;
   }
   for (;;) {
     if (!id_.valid()) {
       if (ring_->available() == 0) {
-        co_return absl::ResourceExhaustedError(
+        out = absl::ResourceExhaustedError(
             "multishot receive: every ring buffer is held by the consumer");
+        return true;
       }
       Arm();
     }
-    Operation* op = reactor_.Lookup(id_);
-    if (!op->has_completion()) {
-      co_await CompletionAwaiter(reactor_, id_);
-      op = reactor_.Lookup(id_);
-    }
+    Operation* const op = reactor_.Lookup(id_);
+    if (!op->has_completion()) return false;
     const Completion c = op->TakeCompletion();
     auto* const recv = static_cast<MultishotRecvMsgOp*>(op);
     const msghdr header = recv->header();
@@ -116,28 +121,37 @@ Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
         continue;
       }
       ++socket_overruns_;
-      co_return ErrnoStatus("recvmsg(multishot): receive queue overrun, datagrams were dropped",
-                            ENOBUFS);
+      out = ErrnoStatus("recvmsg(multishot): receive queue overrun, datagrams were dropped",
+                        ENOBUFS);
+      return true;
     }
-    if (c.result < 0) co_return ErrnoStatus("recvmsg(multishot)", -c.result);
+    if (c.result < 0) {
+      out = ErrnoStatus("recvmsg(multishot)", -c.result);
+      return true;
+    }
     if ((c.flags & IORING_CQE_F_BUFFER) == 0) {
-      co_return absl::InternalError("multishot recvmsg completion without a buffer");
+      out = absl::InternalError("multishot recvmsg completion without a buffer");
+      return true;
     }
     const auto buffer_id = static_cast<uint16_t>(c.flags >> IORING_CQE_BUFFER_SHIFT);
     ring_->MarkTaken();
-    Datagram datagram;
+    // Filled in place: a Datagram holds a whole sockaddr_storage, so it is not copied around.
+    out = Datagram();
+    Datagram& datagram = *out;
     datagram.buffer = ProvidedBuffer(ring_, buffer_id, static_cast<size_t>(c.result));
     msghdr msg = header;
     char* const base = ring_->Data(buffer_id).data();
-    io_uring_recvmsg_out* const out =
-        io_uring_recvmsg_validate(base, c.result, &msg);
-    if (out == nullptr) co_return absl::InternalError("multishot recvmsg: malformed buffer");
-    const socklen_t name_len = std::min<socklen_t>(out->namelen, msg.msg_namelen);
-    std::memcpy(&datagram.peer.storage, io_uring_recvmsg_name(out), name_len);
+    io_uring_recvmsg_out* const received = io_uring_recvmsg_validate(base, c.result, &msg);
+    if (received == nullptr) {
+      out = absl::InternalError("multishot recvmsg: malformed buffer");
+      return true;
+    }
+    const socklen_t name_len = std::min<socklen_t>(received->namelen, msg.msg_namelen);
+    std::memcpy(&datagram.peer.storage, io_uring_recvmsg_name(received), name_len);
     datagram.peer.length = name_len;
-    datagram.truncated = (out->flags & MSG_TRUNC) != 0;
-    for (cmsghdr* cmsg = io_uring_recvmsg_cmsg_firsthdr(out, &msg); cmsg != nullptr;
-         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &msg, cmsg)) {
+    datagram.truncated = (received->flags & MSG_TRUNC) != 0;
+    for (cmsghdr* cmsg = io_uring_recvmsg_cmsg_firsthdr(received, &msg); cmsg != nullptr;
+         cmsg = io_uring_recvmsg_cmsg_nexthdr(received, &msg, cmsg)) {
       if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS &&
           cmsg->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
         ucred cred;
@@ -145,9 +159,10 @@ Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
         datagram.credentials = cred;
       }
     }
-    datagram.payload = absl::string_view(static_cast<const char*>(io_uring_recvmsg_payload(out, &msg)),
-                                         io_uring_recvmsg_payload_length(out, c.result, &msg));
-    co_return datagram;
+    datagram.payload = absl::string_view(
+        static_cast<const char*>(io_uring_recvmsg_payload(received, &msg)),
+        io_uring_recvmsg_payload_length(received, c.result, &msg));
+    return true;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <coroutine>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -74,6 +75,32 @@ class MultishotReceiver {
   // consumer holds every ring buffer (nothing can be received until some are released).
   Task<absl::StatusOr<Datagram>> Next();
 
+  // Next() for a caller that awaits at once: `co_await receiver.Receive()`. A completion the
+  // kernel already queued (a burst arrives as one batch of CQEs) is taken without suspending
+  // and without a coroutine frame; only waiting for the kernel runs Next(). Holds the result
+  // or the waiting Next() task; dropping it (with the awaiting frame) cancels that wait.
+  class [[nodiscard]] ReceiveAwaiter {
+   public:
+    explicit ReceiveAwaiter(MultishotReceiver& receiver) : receiver_(receiver) {}
+    ReceiveAwaiter(const ReceiveAwaiter&) = delete;
+    ReceiveAwaiter& operator=(const ReceiveAwaiter&) = delete;
+    bool await_ready() { return receiver_.TryReceive(result_); }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) {
+      waiting_ = receiver_.Next();
+      return std::move(waiting_).operator co_await().await_suspend(awaiting);
+    }
+    absl::StatusOr<Datagram> await_resume() {
+      if (waiting_.valid()) return waiting_.TakeResult();
+      return std::move(result_);
+    }
+
+   private:
+    MultishotReceiver& receiver_;
+    absl::StatusOr<Datagram> result_;
+    Task<absl::StatusOr<Datagram>> waiting_;
+  };
+  ReceiveAwaiter Receive() { return ReceiveAwaiter(*this); }
+
   // Times the kernel ended the multishot because the ring was empty (data stays queued in the
   // socket; it is not lost).
   [[nodiscard]] uint64_t ring_exhausted() const { return ring_exhausted_; }
@@ -83,6 +110,9 @@ class MultishotReceiver {
 
  private:
   void Arm();
+  // Consumes queued completions until one makes a result (a datagram or an error) and returns
+  // true with it in `out`; false when there is none yet and the receive is armed.
+  bool TryReceive(absl::StatusOr<Datagram>& out);
   // Whether the socket dropped datagrams since the last reported overrun (updates the mark).
   bool SocketDroppedSinceLastOverrun();
   Reactor& reactor_;

@@ -242,6 +242,74 @@ TEST(ReactorTest, MultishotReceiveDeliversEveryDatagramAndRearmsWhenTheRingRunsD
   EXPECT_EQ((*ring)->available(), 4u);  // every lease returned
 }
 
+// The frame-free path: queued completions are taken without suspending, waiting runs Next().
+TEST(ReactorTest, MultishotReceiveAwaiterDeliversEveryDatagramAndRearmsWhenTheRingRunsDry) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  ASSERT_TRUE(EnablePassCred(pair->first.get()).ok());
+  auto ring = BufferRing::Create(*reactor, /*group_id=*/7, /*count=*/4, /*size=*/512);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  constexpr int kBurst = 50;  // many more than ring buffers, queued before the first receive
+  for (int i = 0; i < kBurst; ++i) {
+    const std::string msg = absl::StrCat("dgram-", i);
+    ASSERT_EQ(::send(pair->second.get(), msg.data(), msg.size(), 0),
+              static_cast<ssize_t>(msg.size()));
+  }
+  std::vector<std::string> got;
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  auto reader = [&]() -> Task<absl::Status> {
+    for (int i = 0; i < kBurst + 1; ++i) {
+      if (i == kBurst) {
+        // The queue is empty now: this one waits for the kernel.
+        if (::send(pair->second.get(), "late", 4, 0) != 4) co_return absl::InternalError("send");
+      }
+      absl::StatusOr<Datagram> d = co_await receiver.Receive();
+      if (!d.ok()) co_return d.status();
+      if (!d->credentials.has_value()) co_return absl::InternalError("no credentials");
+      got.emplace_back(d->payload);
+    }
+    co_return absl::OkStatus();
+  };
+  ASSERT_TRUE(reactor->BlockOn(reader()).ok());
+  ASSERT_EQ(got.size(), static_cast<size_t>(kBurst + 1));
+  for (int i = 0; i < kBurst; ++i) EXPECT_EQ(got[i], absl::StrCat("dgram-", i));
+  EXPECT_EQ(got[kBurst], "late");
+  EXPECT_GT(receiver.ring_exhausted(), 0u);  // the ring ran dry and was re-armed
+  EXPECT_EQ((*ring)->available(), 4u);       // every lease returned
+}
+
+TEST(ReactorTest, DroppingATaskWaitingInReceiveCancelsTheWait) {
+  auto reactor = MakeReactor();
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  auto ring = BufferRing::Create(*reactor, 5, 4, 512);
+  ASSERT_TRUE(ring.ok());
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  bool received = false;
+  auto waiter = [&]() -> Task<void> {
+    absl::StatusOr<Datagram> d = co_await receiver.Receive();
+    received = true;
+  };
+  Task<void> task = waiter();
+  task.Start();  // nothing queued: suspends inside Next()
+  ASSERT_TRUE(reactor->RunOnce(false).ok());
+  EXPECT_FALSE(task.done());
+  task.Reset();  // destroys the awaiter and the Next() frame it owns
+  ASSERT_EQ(::send(pair->second.get(), "x", 1, 0), 1);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(reactor->RunOnce(false).ok());
+  EXPECT_FALSE(received);
+  // The receiver still works: the datagram is there for the next call.
+  auto again = [&]() -> Task<absl::StatusOr<std::string>> {
+    absl::StatusOr<Datagram> d = co_await receiver.Receive();
+    if (!d.ok()) co_return d.status();
+    co_return std::string(d->payload);
+  };
+  absl::StatusOr<std::string> got = reactor->BlockOn(again());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "x");
+}
+
 TEST(ReactorTest, DroppingAMultishotReceiverWithDataInFlightRecyclesEverything) {
   auto reactor = MakeReactor();
   auto pair = UnixSocketPair(SOCK_DGRAM);
