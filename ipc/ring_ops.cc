@@ -55,7 +55,6 @@ Transfer SendRecvOp::TakeResult(const io::Completion& c) {
   Transfer out;
   out.receive_buffer = std::move(buffer_);
   if (send_.has_value()) out.send_buffer = std::move(send_->buffer);
-  out.more_queued = (c.flags & IORING_CQE_F_SOCK_NONEMPTY) != 0;
   if (send_unqueued_) {
     out.received = absl::ResourceExhaustedError("send: no submission queue entry left");
   } else if (c.result < 0) {

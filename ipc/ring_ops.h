@@ -49,12 +49,11 @@ class AcceptOp final : public io::Operation {
 [[nodiscard]] io::OpAwaitable<AcceptOp> Accept(io::Reactor& reactor, int fd);
 
 // What a receive (optionally preceded by a linked send) gives back: the receive's byte count or
-// error, both buffers, and whether the socket had more queued after this message.
+// the error, and both buffers.
 struct Transfer {
   absl::StatusOr<size_t> received;
   io::Buffer receive_buffer;
   io::Buffer send_buffer;  // empty unless a send was linked
-  bool more_queued = false;  // IORING_CQE_F_SOCK_NONEMPTY
 };
 
 // IORING_OP_RECV into an owned buffer, optionally preceded by a SEND linked to it

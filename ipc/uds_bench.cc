@@ -62,7 +62,7 @@ Task<absl::StatusOr<uint64_t>> Forward(io::Reactor& reactor, int from, int to,
           t.receive_buffer.size()));
     }
     // No IORING_RECVSEND_POLL_FIRST here: a pipelining caller usually has the next message
-    // queued already (and Unix sockets do not report IORING_CQE_F_SOCK_NONEMPTY to tell).
+    // queued already (and Unix sockets do not set IORING_CQE_F_SOCK_NONEMPTY to tell).
     t = co_await SendThenRecv(reactor, to, std::move(t.receive_buffer), length, MSG_NOSIGNAL,
                               from, std::move(spare), MSG_TRUNC, /*poll_first=*/false);
     spare = std::move(t.send_buffer);
