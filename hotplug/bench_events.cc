@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <functional>
 #include <thread>
@@ -19,9 +18,9 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/bench_daemon.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
-#include "hotplug/spawner.h"
 #include "hotplug/wire.h"
 #include "io/netlink.h"
 #include "io/socket.h"
@@ -46,61 +45,6 @@ struct Figure {
   int64_t events = 0;
   double seconds = 0;
   std::optional<double> daemon_cpu_us_per_event;
-};
-
-// CPU time of a single-threaded process, in ns (the first field of /proc/PID/schedstat).
-int64_t CpuNs(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/schedstat"));
-  int64_t ns = 0;
-  in >> ns;
-  return ns;
-}
-
-// A daemon child on a private socket, stopped (`control exit`) when dropped.
-class BenchDaemon {
- public:
-  static absl::StatusOr<BenchDaemon> Start(const std::vector<std::string>& extra) {
-    static int counter = 0;
-    BenchDaemon d;
-    d.socket_ = absl::StrCat("@hotring-bench-", ::getpid(), "-", counter++);
-    std::vector<std::string> argv = {"hotring",       "daemon",          "--no-netlink",
-                                     "--socket",      d.socket_,         "--expect-seqnum",
-                                     "0",             "--log-level",     "warning"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    HOTRING_ASSIGN_OR_RETURN(d.spawner_, Spawner::Create());
-    SpawnRequest request;
-    request.program = "/proc/self/exe";
-    request.argv = argv;
-    for (char** e = environ; *e != nullptr; ++e) request.envp.emplace_back(*e);
-    HOTRING_ASSIGN_OR_RETURN(d.child_, d.spawner_->Start(request));
-    // Ready when settle answers.
-    for (int i = 0; i < 500; ++i) {
-      absl::StatusOr<ControlClient> probe = ControlClient::Open(d.socket_);
-      if (probe.ok() && Settle(d.socket_, absl::Seconds(1)).ok()) {
-        // Settle also returns OK with no daemon; make sure it is there.
-        ControlRequest status;
-        status.command = ControlCommand::kStatus;
-        if (probe->Send(ControlRequestMessage(status)).ok()) return d;
-      }
-      ::usleep(10000);
-    }
-    return absl::DeadlineExceededError("bench daemon did not come up");
-  }
-  BenchDaemon(BenchDaemon&&) = default;
-  ~BenchDaemon() {
-    if (child_.has_value() && !child_->reaped()) {
-      (void)child_->Signal(SIGTERM);
-      (void)child_->WaitBlocking();
-    }
-  }
-  [[nodiscard]] const std::string& socket() const { return socket_; }
-  [[nodiscard]] pid_t pid() const { return child_->pid(); }
-
- private:
-  BenchDaemon() = default;
-  std::string socket_;
-  std::unique_ptr<Spawner> spawner_;
-  std::optional<ChildProcess> child_;
 };
 
 std::string EventBytes(int64_t seqnum, int64_t device) {
@@ -129,15 +73,18 @@ absl::Status SendAll(const std::string& socket, int64_t first, int64_t count) {
 // Sends `count` events and waits until the daemon has handled them all.
 absl::StatusOr<Figure> Pipeline(const std::string& name, const std::vector<std::string>& args,
                                 int64_t first, int64_t count) {
-  HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(args));
-  const int64_t cpu_before = CpuNs(daemon.pid());
+  BenchDaemon::Options options;
+  options.args = {"--no-netlink", "--expect-seqnum", "0", "--log-level", "warning"};
+  options.args.insert(options.args.end(), args.begin(), args.end());
+  HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(std::move(options)));
+  const int64_t cpu_before = ProcessCpuNs(daemon.pid());
   const MonoTime start = MonoNow();
   HOTRING_RETURN_IF_ERROR(SendAll(daemon.socket(), first, count));
   HOTRING_RETURN_IF_ERROR(Settle(daemon.socket(), absl::Seconds(600)));
   const MonoTime end = MonoNow();
-  const int64_t cpu_after = CpuNs(daemon.pid());
+  const int64_t cpu_after = ProcessCpuNs(daemon.pid());
   Figure f{name, count, absl::ToDoubleSeconds(Since(start, end)), std::nullopt};
-  if (cpu_after > 0) {
+  if (cpu_before >= 0 && cpu_after >= 0) {
     // Includes the settle request and the reactor's start-up share: a small overcount.
     f.daemon_cpu_us_per_event = static_cast<double>(cpu_after - cpu_before) / 1000.0 / count;
   }

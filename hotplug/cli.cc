@@ -10,6 +10,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
@@ -181,6 +182,7 @@ bool IsHotplugBench(const std::string& name) { return name == "events" || name =
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   if (name == "events") return BenchEventsCommand(args);
+  if (name == "coldplug") return BenchColdplugCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

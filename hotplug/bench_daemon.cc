@@ -1,0 +1,213 @@
+#include "hotplug/bench_daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace hotring::hotplug {
+namespace {
+
+// Reaps `pid` if it has exited; the wait status, or nullopt while it runs.
+std::optional<int> TryReap(pid_t pid) {
+  int status = 0;
+  const pid_t r = ::waitpid(pid, &status, WNOHANG);
+  if (r == pid) return status;
+  if (r < 0 && errno == ECHILD) return 0;  // not ours any more: nothing left to wait for
+  return std::nullopt;
+}
+
+// Waits up to `timeout` for `pid` to exit (polling: a benchmark's daemon exits in
+// milliseconds); the wait status, or nullopt on timeout.
+std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
+  const MonoTime deadline = MonoNow() + timeout;
+  for (;;) {
+    if (std::optional<int> status = TryReap(pid)) return status;
+    if (MonoNow() >= deadline) return std::nullopt;
+    ::usleep(1000);
+  }
+}
+
+// The child's side of Start, between vfork and exec: system calls only (it runs on the
+// parent's memory and stack, and must not return).
+[[noreturn]] void ExecDaemonChild(pid_t parent, int dev_null, int log, const char* binary,
+                                  char* const* argv) {
+  // SIGTERM when the thread that started us dies, so a crashed benchmark leaves no daemon.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(127);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::dup2(dev_null, 0);
+  ::dup2(dev_null, 1);
+  ::dup2(log, 2);
+  ::execv(binary, argv);
+  ::_exit(127);
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
+  return absl::StrCat("wait status ", status);
+}
+
+}  // namespace
+
+absl::StatusOr<BenchDaemon> BenchDaemon::Start(Options options) {
+  static std::atomic<int> counter{0};
+  BenchDaemon d;
+  d.socket_ = absl::StrCat("@hotring-bench-", ::getpid(), "-", counter++);
+  std::vector<std::string> argv = {"hotring", "daemon", "--socket", d.socket_};
+  argv.insert(argv.end(), options.args.begin(), options.args.end());
+  std::vector<char*> c_argv;
+  for (std::string& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+
+  // stderr goes to an anonymous file: nothing to clean up, and unlike a pipe nobody has to
+  // drain it for the daemon to keep running.
+  d.log_ = UniqueFd(::memfd_create("hotring-bench-daemon-log", MFD_CLOEXEC));
+  if (!d.log_.valid()) return ErrnoStatus("memfd_create");
+  const UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null.valid()) return ErrnoStatus("open(/dev/null)");
+  HOTRING_ASSIGN_OR_RETURN(d.reactor_, io::Reactor::Create());
+  const pid_t parent = ::getpid();
+  HOTRING_ASSIGN_OR_RETURN(ControlClient client, ControlClient::Open(d.socket_));
+  d.client_ = std::make_unique<ControlClient>(std::move(client));
+
+  // vfork: the child borrows our memory until it execs, so (unlike fork) none of our pages
+  // become copy-on-write and the measurements after this do not pay for faults on them.
+  const pid_t pid = ::vfork();
+  if (pid < 0) return ErrnoStatus("vfork");
+  if (pid == 0) ExecDaemonChild(parent, dev_null.get(), d.log_.get(), options.binary.c_str(),
+                                c_argv.data());
+  d.pid_ = pid;
+
+  const MonoTime deadline = MonoNow() + options.ready_timeout;
+  for (;;) {
+    if (std::optional<int> status = TryReap(d.pid_)) {
+      d.pid_ = -1;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "bench daemon ended at start-up (", DescribeWaitStatus(*status), "): ", d.Log()));
+    }
+    if (d.Request(ControlCommand::kStatus, absl::Milliseconds(200)).ok()) return d;
+    if (MonoNow() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("bench daemon did not answer within ",
+                       absl::FormatDuration(options.ready_timeout), ": ", d.Log()));
+    }
+  }
+}
+
+BenchDaemon::BenchDaemon(BenchDaemon&& other) noexcept
+    : socket_(std::move(other.socket_)),
+      pid_(std::exchange(other.pid_, -1)),
+      log_(std::move(other.log_)),
+      reactor_(std::move(other.reactor_)),
+      client_(std::move(other.client_)) {}
+
+BenchDaemon::~BenchDaemon() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  if (!WaitFor(pid_, absl::Seconds(5)).has_value()) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+absl::StatusOr<ControlReply> BenchDaemon::Request(ControlCommand command,
+                                                  absl::Duration timeout) {
+  ControlRequest request;
+  request.command = command;
+  request.cookie = NewCookie();
+  HOTRING_ASSIGN_OR_RETURN(
+      WireMessage reply,
+      reactor_->BlockOn(client_->Request(*reactor_, ControlRequestMessage(request), timeout,
+                                         std::min(timeout, absl::Seconds(1)))));
+  HOTRING_ASSIGN_OR_RETURN(ControlReply decoded, ControlReplyFromMessage(std::move(reply)));
+  if (!decoded.ok) return absl::UnavailableError(decoded.message);
+  return decoded;
+}
+
+absl::StatusOr<std::map<std::string, uint64_t>> BenchDaemon::Status(absl::Duration timeout) {
+  HOTRING_ASSIGN_OR_RETURN(const ControlReply reply, Request(ControlCommand::kStatus, timeout));
+  std::map<std::string, uint64_t> counters;
+  for (const auto& [key, value] : reply.fields) {
+    uint64_t n;
+    if (absl::SimpleAtoi(value, &n)) counters[key] = n;
+  }
+  return counters;
+}
+
+absl::Status BenchDaemon::Settle(absl::Duration timeout) {
+  return Request(ControlCommand::kSettle, timeout).status();
+}
+
+absl::Status BenchDaemon::Stop(absl::Duration timeout) {
+  if (pid_ <= 0) return absl::FailedPreconditionError("bench daemon not running");
+  ::kill(pid_, SIGTERM);
+  std::optional<int> status = WaitFor(pid_, timeout);
+  if (!status.has_value()) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return absl::DeadlineExceededError(absl::StrCat(
+        "bench daemon did not stop within ", absl::FormatDuration(timeout), "; killed"));
+  }
+  pid_ = -1;
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return absl::InternalError(
+        absl::StrCat("bench daemon ended with ", DescribeWaitStatus(*status), ": ", Log()));
+  }
+  return absl::OkStatus();
+}
+
+std::string BenchDaemon::Log() const {
+  if (!log_.valid()) return "";
+  struct stat st;
+  if (::fstat(log_.get(), &st) != 0 || st.st_size <= 0) return "";
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  const ssize_t n = ::pread(log_.get(), text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return text;
+}
+
+int64_t ProcessCpuNs(pid_t pid) {
+  clockid_t clock;
+  if (::clock_getcpuclockid(pid, &clock) != 0) return -1;
+  timespec ts;
+  if (::clock_gettime(clock, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t PeakRssKiB(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "VmHWM:")) continue;
+    rest = absl::StripAsciiWhitespace(rest);
+    (void)absl::ConsumeSuffix(&rest, "kB");
+    int64_t kib;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &kib)) return kib;
+  }
+  return -1;
+}
+
+}  // namespace hotring::hotplug
