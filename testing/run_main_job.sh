@@ -1,11 +1,129 @@
 #!/bin/sh
 # hotring's main job on the machine it runs on: build the static binary, check the kernel's
-# io_uring, and measure the reactor.
+# io_uring, then run hotring for real: a daemon listening to the kernel's uevents (netlink) with
+# a handler that logs each event, coldplug over the real /sys with `trigger --action change
+# --settle` (change is harmless: the kernel only re-sends each device's uevent), and the
+# daemon's status counters. The daemon is stopped before the script ends, whatever happens.
+#
+# Environment: HOTRING_MAIN_SOCKET (default @hotring-main-<pid>), HOTRING_MAIN_KEEP=1 to keep the
+# temporary directory with the handler's and the daemon's logs, BAZEL_OUTPUT_BASE to build in
+# another Bazel output base.
 set -eu
 cd "$(dirname "$0")/.."
+bazel() { command bazel ${BAZEL_OUTPUT_BASE:+--output_base="$BAZEL_OUTPUT_BASE"} "$@"; }
 bazel build //:hotring
 bin="$(bazel info bazel-bin 2>/dev/null)/hotring"
 file -L "$bin"
 "$bin" --version
 "$bin" selfcheck
-"$bin" bench reactor
+
+socket="${HOTRING_MAIN_SOCKET:-@hotring-main-$$}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/hotring-main.XXXXXX")"
+daemon_pid=""
+cleanup() {
+  status=$?
+  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
+    kill -TERM "$daemon_pid" 2>/dev/null || true
+    wait "$daemon_pid" 2>/dev/null || true
+  fi
+  if [ "${HOTRING_MAIN_KEEP:-0}" = 1 ]; then
+    echo "logs kept in $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The handler: one line per event, appended by a single write (so lines of handlers running at
+# the same time never mix). The daemon runs it as `handler SUBSYSTEM` with the event's
+# variables as its whole environment.
+handler="$work/log-event"
+cat >"$handler" <<EOF
+#!/bin/sh
+printf '%s %s %s (%s)\n' "\${SEQNUM:--}" "\${ACTION:-?}" "\${DEVPATH:-?}" "\${1:-?}" >>"$work/events.log"
+EOF
+chmod 755 "$handler"
+if ! "$handler" selftest || [ ! -s "$work/events.log" ]; then
+  echo "run_main_job: cannot run a handler from $work (noexec mount?); set TMPDIR" >&2
+  exit 1
+fi
+: >"$work/events.log"
+
+echo "== hotring daemon: kernel uevents on, --exec $handler, socket $socket"
+"$bin" daemon --socket "$socket" --exec "$handler" 2>"$work/daemon.log" &
+daemon_pid=$!
+tries=0
+until "$bin" control status --socket "$socket" --timeout 0.2 >/dev/null 2>&1; do
+  tries=$((tries + 1))
+  if ! kill -0 "$daemon_pid" 2>/dev/null || [ "$tries" -ge 100 ]; then
+    echo "run_main_job: the daemon did not start:" >&2
+    cat "$work/daemon.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if ! kill -0 "$daemon_pid" 2>/dev/null; then
+  echo "run_main_job: the daemon exited (another one on $socket?):" >&2
+  cat "$work/daemon.log" >&2
+  exit 1
+fi
+
+echo "== hotring trigger --action change --settle"
+trigger_status=0
+"$bin" trigger --action change --settle --socket "$socket" >"$work/trigger.out" || trigger_status=$?
+cat "$work/trigger.out"
+triggered=$(sed -n 's/^\([0-9][0-9]*\) triggered.*/\1/p' "$work/trigger.out")
+
+# settle answers once the daemon is idle; a uevent still unread in its socket at that moment
+# would not count, so wait until its netlink counter has caught up with what was triggered
+# (more is fine: other devices may send events too).
+received=0
+tries=0
+while :; do
+  received=$("$bin" control status --socket "$socket" | sed -n 's/^netlink_received //p')
+  [ "${received:-0}" -ge "${triggered:-0}" ] && break
+  tries=$((tries + 1))
+  [ "$tries" -ge 50 ] && break
+  sleep 0.1
+done
+"$bin" settle --socket "$socket" --timeout 30
+
+echo "== hotring control status"
+"$bin" control status --socket "$socket"
+
+echo "== stopping the daemon"
+"$bin" control exit --socket "$socket" >/dev/null
+daemon_status=0
+wait "$daemon_pid" || daemon_status=$?
+daemon_pid=""
+cat "$work/daemon.log"
+
+logged=$(wc -l <"$work/events.log")
+echo "== the handler logged $logged events; the first and the last:"
+head -n 3 "$work/events.log"
+[ "$logged" -gt 6 ] && echo "..."
+[ "$logged" -gt 3 ] && tail -n 3 "$work/events.log"
+
+ok=1
+# A device that refuses the write is the device's business (trigger printed which and why);
+# hotring's job is to handle every uevent that did come.
+[ "$trigger_status" -eq 0 ] || echo "run_main_job: warning: trigger exited $trigger_status" >&2
+[ "${triggered:-0}" -gt 0 ] || { echo "run_main_job: nothing was triggered" >&2; ok=0; }
+[ "$daemon_status" -eq 0 ] || { echo "run_main_job: the daemon exited $daemon_status" >&2; ok=0; }
+if [ "${received:-0}" -lt "${triggered:-0}" ]; then
+  echo "run_main_job: the daemon received $received kernel uevents for $triggered triggered" >&2
+  ok=0
+fi
+if [ "$logged" -lt "${triggered:-0}" ]; then
+  echo "run_main_job: the handler logged $logged events for $triggered triggered" >&2
+  ok=0
+fi
+if [ "$ok" = 1 ]; then
+  echo "main job: ok: ${triggered:-0} devices triggered, $received kernel uevents received, $logged handled and logged"
+else
+  echo "main job: FAILED" >&2
+  exit 1
+fi
