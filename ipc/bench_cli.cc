@@ -15,7 +15,7 @@
 #include "io/reactor.h"
 #include "io/signals.h"
 #include "io/socket.h"
-#include "ipc/bench_flags.h"
+#include "core/flags.h"
 #include "ipc/cpu.h"
 #include "ipc/dgram_fanin.h"
 #include "ipc/interrupt.h"
@@ -119,7 +119,7 @@ struct Parsed {
 
 absl::StatusOr<SysvBenchOptions> ParseSysv(const std::vector<std::string>& args, Parsed* parsed) {
   SysvBenchOptions options;
-  FlagReader flags("sysv", args);
+  FlagReader flags("bench sysv", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
     if (f == "--queues") {
@@ -172,7 +172,7 @@ int BenchSysv(const std::vector<std::string>& args) {
 
 absl::StatusOr<UdsLaunchOptions> ParseUds(const std::vector<std::string>& args, Parsed* parsed) {
   UdsLaunchOptions options;
-  FlagReader flags("uds", args);
+  FlagReader flags("bench uds", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
     if (f == "--mode") {
@@ -250,7 +250,7 @@ struct ServerArgs {
 
 absl::StatusOr<ServerArgs> ParseUdsServer(const std::vector<std::string>& args, Parsed* parsed) {
   ServerArgs out;
-  FlagReader flags("uds-server", args);
+  FlagReader flags("bench uds-server", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
     if (f == "--mode") {
@@ -342,7 +342,7 @@ struct ClientArgs {
 
 absl::StatusOr<ClientArgs> ParseUdsClient(const std::vector<std::string>& args, Parsed* parsed) {
   ClientArgs out;
-  FlagReader flags("uds-client", args);
+  FlagReader flags("bench uds-client", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
     if (f == "--sync" || f == "--async") {
@@ -420,7 +420,7 @@ int BenchUdsClient(const std::vector<std::string>& args) {
 absl::StatusOr<DgramFaninOptions> ParseDgram(const std::vector<std::string>& args,
                                              Parsed* parsed) {
   DgramFaninOptions options;
-  FlagReader flags("dgram-fanin", args);
+  FlagReader flags("bench dgram-fanin", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
     if (f == "--clients") {

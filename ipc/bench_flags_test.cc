@@ -1,4 +1,4 @@
-#include "ipc/bench_flags.h"
+#include "core/flags.h"
 
 #include "gtest/gtest.h"
 #include "ipc/json.h"
@@ -8,7 +8,7 @@ namespace {
 
 TEST(FlagReaderTest, ReadsSeparateAndInlineValues) {
   const std::vector<std::string> args = {"--queues", "3", "--seconds=0.5", "--json"};
-  FlagReader flags("sysv", args);
+  FlagReader flags("bench sysv", args);
   ASSERT_TRUE(flags.Next());
   EXPECT_EQ(flags.flag(), "--queues");
   absl::StatusOr<int64_t> queues = flags.Int();
@@ -28,7 +28,7 @@ TEST(FlagReaderTest, ReadsSeparateAndInlineValues) {
 TEST(FlagReaderTest, MissingOrMalformedValuesAreInvalidArgument) {
   {
     const std::vector<std::string> args = {"--queues"};
-    FlagReader flags("sysv", args);
+    FlagReader flags("bench sysv", args);
     ASSERT_TRUE(flags.Next());
     const absl::StatusOr<int64_t> value = flags.Int();
     EXPECT_TRUE(absl::IsInvalidArgument(value.status()));
@@ -36,19 +36,19 @@ TEST(FlagReaderTest, MissingOrMalformedValuesAreInvalidArgument) {
   }
   {
     const std::vector<std::string> args = {"--queues", "three"};
-    FlagReader flags("sysv", args);
+    FlagReader flags("bench sysv", args);
     ASSERT_TRUE(flags.Next());
     EXPECT_TRUE(absl::IsInvalidArgument(flags.Int().status()));
   }
   {
     const std::vector<std::string> args = {"--seconds", "nan"};
-    FlagReader flags("sysv", args);
+    FlagReader flags("bench sysv", args);
     ASSERT_TRUE(flags.Next());
     EXPECT_TRUE(absl::IsInvalidArgument(flags.Double().status()));
   }
   {
     const std::vector<std::string> args = {"--json=yes"};
-    FlagReader flags("sysv", args);
+    FlagReader flags("bench sysv", args);
     ASSERT_TRUE(flags.Next());
     EXPECT_TRUE(absl::IsInvalidArgument(flags.NoValue()));
   }
@@ -56,7 +56,7 @@ TEST(FlagReaderTest, MissingOrMalformedValuesAreInvalidArgument) {
 
 TEST(FlagReaderTest, UnknownNamesTheCommandAndTheArgument) {
   const std::vector<std::string> args = {"stray"};
-  FlagReader flags("uds", args);
+  FlagReader flags("bench uds", args);
   ASSERT_TRUE(flags.Next());
   const absl::Status status = flags.Unknown();
   EXPECT_TRUE(absl::IsInvalidArgument(status));
