@@ -23,6 +23,7 @@
 #include "ipc/child_process.h"
 #include "ipc/cpu.h"
 #include "ipc/json.h"
+#include "ipc/ring_ops.h"
 
 namespace hotring::ipc {
 namespace {
@@ -165,11 +166,13 @@ Task<absl::StatusOr<ExchangeReport>> FinishExchanger(io::Reactor& reactor, const
 struct WakeState {
   int woken = -1;
   absl::Status status;
+  bool over = false;  // the wait is over: the remaining polls are being cancelled
   const io::ThreadWake* wake = nullptr;
 };
 
 Task<void> PollClient(io::Reactor& reactor, int fd, int index, WakeState* state) {
   const absl::StatusOr<unsigned> revents = co_await io::Poll(reactor, fd, POLLIN);
+  if (state->over) co_return;
   if (!revents.ok()) {
     if (state->status.ok()) state->status = revents.status();
   } else if (state->woken < 0) {
@@ -179,7 +182,7 @@ Task<void> PollClient(io::Reactor& reactor, int fd, int index, WakeState* state)
 }
 
 // Sets *start just before the exchanger is told to go and *end as soon as a poll fired, before
-// the other polls are cancelled (one cancel submission each, which is not part of the wait).
+// the other polls are cancelled (which is not part of the wait).
 Task<absl::StatusOr<int>> WaitWithUring(io::Reactor& reactor, const Sockets& s, MonoTime* start,
                                         MonoTime* end) {
   HOTRING_CO_ASSIGN_OR_RETURN(const io::ThreadWake wake, io::ThreadWake::Create());
@@ -198,6 +201,13 @@ Task<absl::StatusOr<int>> WaitWithUring(io::Reactor& reactor, const Sockets& s, 
     HOTRING_CO_RETURN_IF_ERROR((co_await wake.Wait(reactor)).status());
   }
   *end = MonoNow();
+  // Cancel the other polls in a few submissions and let their tasks end.
+  state.over = true;
+  std::vector<int> fds;
+  fds.reserve(s.clients.size());
+  for (const UniqueFd& fd : s.clients) fds.push_back(fd.get());
+  QueueCancelAllOn(reactor, fds);
+  co_await polls.Join();
   HOTRING_CO_RETURN_IF_ERROR(state.status);
   co_return state.woken;
 }

@@ -92,6 +92,20 @@ Transfer SendRecvAwaitable::await_resume() {
   return op.TakeResult(op.TakeCompletion());
 }
 
+void QueueCancelAllOn(io::Reactor& reactor, absl::Span<const int> fds) {
+  io_uring* const ring = reactor.ring();
+  for (const int fd : fds) {
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);
+    if (sqe == nullptr) {
+      (void)io_uring_submit(ring);
+      sqe = io_uring_get_sqe(ring);
+      if (sqe == nullptr) continue;  // the kernel refused the batch; the awaiters still cancel
+    }
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, 0);
+  }
+}
+
 SendRecvAwaitable SendThenRecv(io::Reactor& reactor, int send_fd, io::Buffer buffer,
                                size_t length, int send_flags, int recv_fd,
                                io::Buffer receive_buffer, int recv_flags, bool poll_first) {

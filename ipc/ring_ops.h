@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/unique_fd.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -47,6 +48,14 @@ class AcceptOp final : public io::Operation {
 };
 
 [[nodiscard]] io::OpAwaitable<AcceptOp> Accept(io::Reactor& reactor, int fd);
+
+// Queues one IORING_OP_ASYNC_CANCEL (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL) per
+// descriptor: every operation on them then completes with ECANCELED through the reactor as
+// usual, and their awaiters resume. The cancel requests carry user_data 0, which the reactor
+// ignores (its own convention for cancels), and go to the kernel with the reactor's next
+// submission: hundreds of operations are cancelled in a few system calls, where dropping their
+// awaiters would submit one cancel each.
+void QueueCancelAllOn(io::Reactor& reactor, absl::Span<const int> fds);
 
 // What a receive (optionally preceded by a linked send) gives back: the receive's byte count or
 // the error, and both buffers.
