@@ -132,7 +132,7 @@ TEST_F(DaemonNetlinkTest, SameSeqnumFromNetlinkAndSendIsHandledOnce) {
   EXPECT_EQ(Status(daemon)["dropped_duplicate"], 1u);
 }
 
-TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledOnceOrResynchronised) {
+TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledExactlyOnceElseResynchronised) {
   // No handler: the daemon's own throughput decides whether the socket overruns.
   DaemonProcess daemon = Start({"--netlink-trust-userspace", "--children-max", "64"});
   absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
