@@ -5,9 +5,11 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/base/optimization.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/utility/utility.h"
 
@@ -228,6 +230,24 @@ absl::StatusOr<Event> BuildEvent(EnvVars env, EventSource source) {
   return result;
 }
 
+// EventFromEnv plus the kernel header's agreement with ACTION and DEVPATH. One named return,
+// so the event is built in the caller's StatusOr and never moved.
+absl::StatusOr<Event> KernelEventFromEnv(EnvVars env, absl::string_view header_action,
+                                         absl::string_view header_devpath) {
+  absl::StatusOr<Event> event = EventFromEnv(std::move(env), EventSource::kKernel);
+  if (!event.ok()) return event;
+  if (event->action != header_action) {
+    event = DropError(DropReason::kHeaderMismatch,
+                      absl::StrCat("header action ", QuoteForLog(header_action), " but ACTION ",
+                                   QuoteForLog(event->action)));
+  } else if (event->devpath != header_devpath) {
+    event = DropError(DropReason::kHeaderMismatch,
+                      absl::StrCat("header devpath ", QuoteForLog(header_devpath),
+                                   " but DEVPATH ", QuoteForLog(event->devpath)));
+  }
+  return event;
+}
+
 }  // namespace
 
 absl::StatusOr<Event> EventFromEnv(EnvVars env, EventSource source) {
@@ -304,11 +324,13 @@ absl::StatusOr<Event> ParseKernelUevent(absl::string_view datagram) {
                      absl::StrCat("last variable ", QuoteForLog(tail), " is not NUL-terminated"));
   }
 
-  EnvVars env;
-  env.reserve(16);
+  // Split and check first, then build the owned strings into a vector of the exact size.
+  absl::InlinedVector<std::pair<absl::string_view, absl::string_view>, 32> split;
   size_t offset = header_end + 1;
   while (!block.empty()) {
-    const size_t end = block.find('\0');  // found: the block ends with NUL
+    // Found: the block ends with NUL.
+    const auto* const nul = static_cast<const char*>(std::memchr(block.data(), '\0', block.size()));
+    const size_t end = static_cast<size_t>(nul - block.data());
     absl::string_view entry = block.substr(0, end);
     block.remove_prefix(end + 1);
     if (entry.empty()) {
@@ -317,7 +339,7 @@ absl::StatusOr<Event> ParseKernelUevent(absl::string_view datagram) {
                                     ")"));
     }
     offset += end + 1;
-    if (env.size() == kMaxEventVariables) {
+    if (split.size() == kMaxEventVariables) {
       return DropError(DropReason::kTooManyVariables,
                        absl::StrCat("more than ", kMaxEventVariables, " variables"));
     }
@@ -328,31 +350,25 @@ absl::StatusOr<Event> ParseKernelUevent(absl::string_view datagram) {
     if (const void* cr = std::memchr(entry.data(), '\r', entry.size()); cr != nullptr) {
       entry = entry.substr(0, static_cast<const char*>(cr) - entry.data());
     }
-    const size_t eq = entry.find('=');
-    if (eq == absl::string_view::npos) {
+    const auto* const eq = static_cast<const char*>(std::memchr(entry.data(), '=', entry.size()));
+    if (eq == nullptr) {
       return DropError(DropReason::kBadVariable,
                        absl::StrCat("variable ", QuoteForLog(entry), " has no '='"));
     }
-    if (eq == 0) {
+    const size_t key_size = static_cast<size_t>(eq - entry.data());
+    if (key_size == 0) {
       return DropError(DropReason::kBadVariable,
                        absl::StrCat("variable ", QuoteForLog(entry), " has an empty key"));
     }
-    env.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    split.emplace_back(entry.substr(0, key_size), entry.substr(key_size + 1));
   }
-
-  absl::StatusOr<Event> event = EventFromEnv(std::move(env), EventSource::kKernel);
-  if (!event.ok()) return event;
-  if (event->action != header_action) {
-    return DropError(DropReason::kHeaderMismatch,
-                     absl::StrCat("header action ", QuoteForLog(header_action), " but ACTION ",
-                                  QuoteForLog(event->action)));
+  EnvVars env;
+  env.reserve(split.size());
+  for (const auto& [key, value] : split) {
+    env.emplace_back(std::piecewise_construct, std::forward_as_tuple(key.data(), key.size()),
+                     std::forward_as_tuple(value.data(), value.size()));
   }
-  if (event->devpath != header_devpath) {
-    return DropError(DropReason::kHeaderMismatch,
-                     absl::StrCat("header devpath ", QuoteForLog(header_devpath), " but DEVPATH ",
-                                  QuoteForLog(event->devpath)));
-  }
-  return event;
+  return KernelEventFromEnv(std::move(env), header_action, header_devpath);
 }
 
 std::string EncodeKernelUevent(const Event& event) {
