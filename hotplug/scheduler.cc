@@ -39,6 +39,7 @@ void Scheduler::FreeDeadChildren(Node& node, Visit visit_live) {
     Node& child = *it->second;
     if (child.subtree_live == 0) {
       nodes_ -= CountNodes(child);
+      if (node.last_child == &child) node.last_child = nullptr;
       node.children.erase(it++);  // destroys the child's subtree; other iterators stay valid
       freed = true;
       continue;
@@ -65,17 +66,21 @@ uint64_t Scheduler::Enqueue(absl::string_view devpath) {
   while (true) {
     const size_t slash = rest.find('/');
     const absl::string_view component = rest.substr(0, slash);
-    // One lookup; a missing component is built in place, keyed by its own copy of the name.
     Node* const parent = node;
-    const auto it = parent->children.lazy_emplace(component, [&](const auto& construct) {
-      auto child = std::make_unique<Node>();
-      child->parent = parent;
-      child->name = std::string(component);
-      const absl::string_view key = child->name;
-      construct(key, std::move(child));
-      ++nodes_;
-    });
-    node = it->second.get();
+    node = parent->last_child;
+    if (node == nullptr || node->name != component) {
+      // One lookup; a missing component is built in place, keyed by its own copy of the name.
+      const auto it = parent->children.lazy_emplace(component, [&](const auto& construct) {
+        auto child = std::make_unique<Node>();
+        child->parent = parent;
+        child->name = std::string(component);
+        const absl::string_view key = child->name;
+        construct(key, std::move(child));
+        ++nodes_;
+      });
+      node = it->second.get();
+      parent->last_child = node;
+    }
     if (slash == absl::string_view::npos) break;
     if (node->live > 0) ancestors.push_back(node->latest);
     rest.remove_prefix(slash + 1);
@@ -165,6 +170,7 @@ absl::Status Scheduler::Finish(uint64_t id) {
   // Its ancestors (shared by the next device's path) stay until a walk or sweep frees them.
   if (leaf->subtree_live == 0 && leaf->children.empty()) {
     Node* const parent = leaf->parent;
+    if (parent->last_child == leaf) parent->last_child = nullptr;
     parent->children.erase(absl::string_view(leaf->name));  // destroys *leaf
     --nodes_;
   }

@@ -92,6 +92,9 @@ class Scheduler {
     size_t live = 0;           // live events at exactly this DEVPATH
     size_t subtree_live = 0;   // live events here and below
     absl::flat_hash_map<absl::string_view, std::unique_ptr<Node>> children;
+    // The child the last walk through here took (one of `children`, or null): consecutive
+    // events under the same parents skip the hash lookups. Cleared when that child goes.
+    Node* last_child = nullptr;
   };
 
   struct Entry {
