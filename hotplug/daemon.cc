@@ -432,8 +432,11 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
     std::vector<SeqnumRange> missing = std::move(missing_);
     released.clear();
     missing.clear();
+    // In order with nothing held (the usual case) the event runs as it is, without a detour
+    // through the reorderer's vector.
+    const std::optional<PushDisposition> passed = reorderer_.PassThrough(seqnum);
     const PushDisposition disposition =
-        reorderer_.Push(std::move(event), now, released, missing);
+        passed.has_value() ? *passed : reorderer_.Push(std::move(event), now, released, missing);
     if (disposition == PushDisposition::kDuplicateOfHeld ||
         disposition == PushDisposition::kDuplicateOfReleased) {
       Drop(DropReason::kDuplicate, absl::StrCat("SEQNUM=", seqnum, " seen before"));
@@ -451,7 +454,12 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
       ++counters_.received;
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
       NoteMissing(missing, "too many held events");
-      Release(released, now);
+      if (passed.has_value()) {
+        (void)ReleaseOne(std::move(event), now);
+        Pump();
+      } else {
+        Release(released, now);
+      }
       if (!was_holding && reorderer_.held() > 0) reorder_changed_.NotifyAll();
     }
     released_ = std::move(released);

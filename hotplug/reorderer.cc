@@ -79,6 +79,35 @@ PushDisposition Reorderer::Push(Event&& event, MonoTime now, std::vector<Event>&
   return PushDisposition::kHeld;
 }
 
+std::optional<PushDisposition> Reorderer::PassThrough(std::optional<uint64_t> seqnum) {
+  if (!seqnum.has_value() || *seqnum == kNoSuccessor) {
+    ++counters_.pushed;
+    ++counters_.bypassed;
+    ++counters_.released;
+    return PushDisposition::kBypassed;
+  }
+  // Unset only before the first SEQNUM, when nothing can be held: this one is the expected.
+  const uint64_t expected = expected_.value_or(*seqnum);
+  if (*seqnum < expected) {
+    ++counters_.pushed;
+    const bool in_window = InWindow(*seqnum);
+    if (in_window && SeenBit(*seqnum)) {
+      ++counters_.duplicates;
+      return PushDisposition::kDuplicateOfReleased;
+    }
+    if (in_window) SetSeen(*seqnum);
+    ++counters_.stragglers;
+    ++counters_.released;
+    return PushDisposition::kStraggler;
+  }
+  if (*seqnum > expected || !held_.empty()) return std::nullopt;
+  ++counters_.pushed;
+  expected_ = expected;
+  Advance();
+  ++counters_.released;
+  return PushDisposition::kReleased;
+}
+
 ExpireResult Reorderer::Expire(MonoTime now) {
   ExpireResult result;
   while (true) {

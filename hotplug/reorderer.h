@@ -114,6 +114,13 @@ class Reorderer {
   [[nodiscard]] PushDisposition Push(Event&& event, MonoTime now, std::vector<Event>& released,
                                      std::vector<SeqnumRange>& missing);
 
+  // The common cases of Push without handing the event over: when Push would release exactly
+  // the event with this SEQNUM and nothing else (kReleased with nothing held, kStraggler,
+  // kBypassed) or drop it as kDuplicateOfReleased, records that as Push would and returns the
+  // disposition; the caller keeps the event and runs it (or drops it). Otherwise changes nothing
+  // and returns nullopt: call Push.
+  [[nodiscard]] std::optional<PushDisposition> PassThrough(std::optional<uint64_t> seqnum);
+
   // Releases what timed out by `now` (nothing if NextDeadline() is later). Call when the timer
   // fires; calling early or twice is harmless.
   [[nodiscard]] ExpireResult Expire(MonoTime now);

@@ -414,6 +414,69 @@ TEST(ReordererTest, RandomizedInvariants) {
 }
 
 // Prints the CPU cost of the common case, an in-order Push (asserts only the result).
+// PassThrough is Push's fast path: a reorderer fed through PassThrough (falling back to Push)
+// must decide exactly as one fed through Push alone, whatever the input.
+TEST(ReordererTest, PassThroughThenPushDecidesExactlyLikePush) {
+  std::mt19937_64 rng(23);
+  for (int round = 0; round < 200; ++round) {
+    const std::optional<uint64_t> expect =
+        rng() % 3 == 0 ? std::nullopt : std::optional<uint64_t>(rng() % 50);
+    const size_t max_held = 1 + rng() % 8;
+    Reorderer plain = Make(expect, max_held, absl::Milliseconds(50));
+    Reorderer fast = Make(expect, max_held, absl::Milliseconds(50));
+    MonoTime now = kT0;
+    uint64_t next = expect.value_or(rng() % 50);
+    int passed_through = 0;
+    for (int step = 0; step < 300; ++step) {
+      now = now + absl::Milliseconds(static_cast<int64_t>(rng() % 10));
+      // Mostly in order, sometimes ahead, behind (duplicates, stragglers), or without SEQNUM.
+      std::optional<uint64_t> seqnum;
+      switch (rng() % 8) {
+        case 0: seqnum = next + 1 + rng() % 5; break;
+        case 1: seqnum = next > 3 ? next - 1 - rng() % 3 : next; break;
+        case 2: seqnum = std::nullopt; break;
+        default: seqnum = next++; break;
+      }
+      const PushResult want = plain.Push(Ev(seqnum), now);
+      std::vector<Event> released;
+      std::vector<SeqnumRange> missing;
+      PushDisposition got;
+      if (const std::optional<PushDisposition> passed = fast.PassThrough(seqnum);
+          passed.has_value()) {
+        got = *passed;
+        ++passed_through;
+        const bool runs = got != PushDisposition::kDuplicateOfReleased &&
+                          got != PushDisposition::kDuplicateOfHeld;
+        if (runs) released.push_back(Ev(seqnum));  // the caller runs the event it kept
+      } else {
+        got = fast.Push(Ev(seqnum), now, released, missing);
+      }
+      ASSERT_EQ(got, want.disposition) << "round " << round << " step " << step;
+      ASSERT_EQ(Seqs(released), Seqs(want.released)) << "round " << round << " step " << step;
+      ASSERT_EQ(missing, want.missing);
+      if (rng() % 10 == 0) {
+        const ExpireResult a = plain.Expire(now);
+        const ExpireResult b = fast.Expire(now);
+        ASSERT_EQ(Seqs(a.released), Seqs(b.released));
+        ASSERT_EQ(a.missing, b.missing);
+      }
+      ASSERT_EQ(fast.held(), plain.held());
+      ASSERT_EQ(fast.expected(), plain.expected());
+      ASSERT_EQ(fast.NextDeadline(), plain.NextDeadline());
+    }
+    const ReordererCounters& a = plain.counters();
+    const ReordererCounters& b = fast.counters();
+    EXPECT_EQ(a.pushed, b.pushed);
+    EXPECT_EQ(a.released, b.released);
+    EXPECT_EQ(a.held, b.held);
+    EXPECT_EQ(a.bypassed, b.bypassed);
+    EXPECT_EQ(a.stragglers, b.stragglers);
+    EXPECT_EQ(a.duplicates, b.duplicates);
+    EXPECT_EQ(a.missing, b.missing);
+    EXPECT_GT(passed_through, 0);
+  }
+}
+
 TEST(ReordererTest, CostOfAnInOrderPush) {
   Reorderer r = Make(0);
   constexpr uint64_t kN = 200000;
