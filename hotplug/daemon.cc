@@ -1,5 +1,6 @@
 #include "hotplug/daemon.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -324,7 +325,9 @@ void Daemon::HandleControlRequest(WireMessage message, const io::SocketAddress& 
       break;
     }
     case ControlCommand::kSettle:
-      if (Idle()) break;
+      // Idle without netlink: nothing can be pending that the daemon has not seen (datagrams on
+      // the control socket are read in order, so a `send` before this request came first).
+      if (Idle() && !netlink_fd_.valid()) break;
       if (settlers_.size() >= kMaxSettlers) {
         reply.ok = false;
         reply.message = "too many settle requests waiting";
@@ -338,7 +341,8 @@ void Daemon::HandleControlRequest(WireMessage message, const io::SocketAddress& 
                                      }),
                       settlers_.end());
       settlers_.push_back(AckTarget{from, request->cookie});
-      return;  // answered by CheckIdle
+      CheckIdle();
+      return;  // answered by CheckIdle, or by SettleNetlink
     case ControlCommand::kMonitor: {
       auto it = std::find_if(monitors_.begin(), monitors_.end(),
                              [&](const Monitor& m) { return SameAddress(m.address, from); });
@@ -654,16 +658,53 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
 void Daemon::CheckIdle() {
   if (!Idle()) return;
   if (!settlers_.empty()) {
-    std::vector<AckTarget> settlers = std::move(settlers_);
-    settlers_.clear();
-    for (const AckTarget& settler : settlers) {
-      ControlReply reply;
-      reply.cookie = settler.cookie;
-      reply.message = "settled";
-      SendTo(settler.address, ControlReplyMessage(reply), false);
+    if (!netlink_fd_.valid()) {
+      AnswerSettlers();
+    } else if (!settle_check_running_) {
+      settle_check_running_ = true;
+      services_.Spawn(SettleNetlink());
     }
   }
   idle_.NotifyAll();
+}
+
+void Daemon::AnswerSettlers() {
+  std::vector<AckTarget> settlers = std::move(settlers_);
+  settlers_.clear();
+  for (const AckTarget& settler : settlers) {
+    ControlReply reply;
+    reply.cookie = settler.cookie;
+    reply.message = "settled";
+    SendTo(settler.address, ControlReplyMessage(reply), false);
+  }
+}
+
+bool Daemon::NetlinkUnread() const {
+  pollfd p{netlink_fd_.get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+// `hotring trigger --settle` writes to sysfs and then asks to settle. The kernel queued each
+// uevent on our netlink socket inside the write, so it is there before the request is, but it
+// may not have been read yet: the multishot receive drains a busy socket in rounds of a few
+// dozen datagrams, and the control socket's completion can come between two rounds. Being idle
+// is not enough; the daemon answers only once the socket is empty and every completion it had
+// already produced was dispatched. Two trips through the ring do that: the first lets the
+// kernel run the receives it deferred to our next io_uring_enter, the second starts after the
+// whole batch of the first was dispatched.
+Task<void> Daemon::SettleNetlink() {
+  for (;;) {
+    (void)co_await io::Nop(*reactor_);
+    (void)co_await io::Nop(*reactor_);
+    if (settlers_.empty() || !Idle()) break;  // CheckIdle starts us again once idle
+    if (!NetlinkUnread()) {
+      AnswerSettlers();
+      break;
+    }
+    // Unread uevents: the receive is re-armed (or waits for ring buffers); check again soon.
+    (void)co_await io::Sleep(*reactor_, absl::Milliseconds(1));
+  }
+  settle_check_running_ = false;
 }
 
 Task<void> Daemon::ReorderTimer() {

@@ -114,6 +114,8 @@ class Daemon {
   Task<void> WatchSignals();
   Task<void> AwaitHandler(uint64_t id, Task<HandlerResult> handling);
   Task<void> ResyncLater();
+  // Answers the waiting settlers once no uevent is left unread on the netlink socket.
+  Task<void> SettleNetlink();
 
   void HandleControlDatagram(const io::Datagram& datagram);
   void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
@@ -131,6 +133,9 @@ class Daemon {
   // The event's handler is done: count, log, ack, tell monitors, then free its slot and pump.
   void FinishEvent(uint64_t id, const HandlerResult& result);
   void CheckIdle();
+  void AnswerSettlers();
+  // True while the netlink socket holds a datagram the daemon has not read yet.
+  [[nodiscard]] bool NetlinkUnread() const;
   void Resync();
   void Drop(DropReason reason, absl::string_view detail);
   void Drop(absl::string_view reason, absl::string_view detail);
@@ -174,6 +179,7 @@ class Daemon {
   bool stopping_ = false;
   bool force_stop_ = false;  // a second SIGTERM: abandon running events
   bool resync_pending_ = false;
+  bool settle_check_running_ = false;  // SettleNetlink is running
   Notifier stop_;         // RequestStop
   Notifier reorder_changed_;
   Notifier idle_;         // nothing held, queued or running

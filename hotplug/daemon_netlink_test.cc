@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -160,6 +161,56 @@ TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledExactlyOnceElseResynchr
   } else {
     EXPECT_GE(status["resyncs"], 1u) << "overrun without recovery";
   }
+}
+
+// Bytes waiting in the receive queues of this namespace's NETLINK_KOBJECT_UEVENT sockets
+// (/proc/net/netlink: sk Eth Pid Groups Rmem ...). The test's own sockets are not subscribed.
+uint64_t UnreadUeventBytes() {
+  std::ifstream in("/proc/net/netlink");
+  std::string line;
+  std::getline(in, line);  // header
+  uint64_t total = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> cols = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    uint64_t rmem = 0;
+    if (cols.size() > 4 && cols[1] == "15" && cols[3] != "00000000" &&
+        absl::SimpleAtoi(cols[4], &rmem)) {
+      total += rmem;
+    }
+  }
+  return total;
+}
+
+// `trigger --settle` writes to sysfs, then asks the daemon to settle: the uevents are already
+// on the daemon's netlink socket, but not necessarily read. Settle must cover them.
+TEST_F(DaemonNetlinkTest, SettleCoversUeventsStillUnreadOnTheSocket) {
+  DaemonProcess daemon = Start({"--netlink-trust-userspace"});
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  constexpr uint64_t kCount = 30000;
+  const uint64_t before = Status(daemon)["netlink_received"];
+  // Stopped, the daemon reads nothing: the settle request is queued behind all the uevents.
+  ASSERT_EQ(::kill(daemon.pid(), SIGSTOP), 0);
+  for (uint64_t i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("settle", i))).ok());
+  }
+  absl::StatusOr<BackgroundCommand> settle = BackgroundCommand::Start(
+      {testing::HotringBinary(), "settle", "--socket", daemon.socket(), "--timeout", "60"});
+  ASSERT_TRUE(settle.ok());
+  ::usleep(300000);  // time for `settle` to start and send its request
+  ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
+  absl::StatusOr<CommandResult> settled = settle->Wait(absl::Seconds(90));
+  ASSERT_TRUE(settled.ok());
+  EXPECT_EQ(settled->exit_code, 0) << settled->err;
+  // Freeze the daemon right after it answered: nothing may be left unread.
+  ASSERT_EQ(::kill(daemon.pid(), SIGSTOP), 0);
+  const uint64_t unread = UnreadUeventBytes();
+  ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
+  EXPECT_EQ(unread, 0u) << "settle answered with uevents still on the netlink socket";
+  const std::map<std::string, uint64_t> status = Status(daemon);
+  // Host uevents may add to the count, never take from it.
+  EXPECT_GE(status.at("netlink_received") - before, kCount);
+  EXPECT_EQ(status.at("received"), status.at("handled"));
 }
 
 TEST_F(DaemonNetlinkTest, OverrunResynchronisesFromSysfs) {
