@@ -16,7 +16,7 @@
 #include "io/signals.h"
 #include "io/socket.h"
 #include "core/flags.h"
-#include "ipc/cpu.h"
+#include "core/cpu.h"
 #include "ipc/dgram_fanin.h"
 #include "ipc/interrupt.h"
 #include "ipc/sysv_bench.h"

@@ -21,7 +21,7 @@
 #include "io/socket.h"
 #include "io/thread_wake.h"
 #include "ipc/child_process.h"
-#include "ipc/cpu.h"
+#include "core/cpu.h"
 #include "ipc/json.h"
 #include "ipc/ring_ops.h"
 

@@ -16,7 +16,7 @@
 #include "core/task_scope.h"
 #include "io/ops.h"
 #include "io/thread_wake.h"
-#include "ipc/cpu.h"
+#include "core/cpu.h"
 #include "ipc/json.h"
 #include "ipc/sysv_queue.h"
 #include "ipc/worker_thread.h"

@@ -16,7 +16,7 @@
 #include "io/ops.h"
 #include "io/socket.h"
 #include "ipc/child_process.h"
-#include "ipc/cpu.h"
+#include "core/cpu.h"
 #include "ipc/json.h"
 
 namespace hotring::ipc {

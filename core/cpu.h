@@ -1,7 +1,7 @@
 // CPU placement for the benchmarks. On a VM a wake-up across vCPUs can cost 20x a same-CPU
 // round trip, so every IPC figure is only meaningful with its placement stated and pinned.
-#ifndef HOTRING_IPC_CPU_H_
-#define HOTRING_IPC_CPU_H_
+#ifndef HOTRING_CORE_CPU_H_
+#define HOTRING_CORE_CPU_H_
 
 #include <sched.h>
 
@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace hotring::ipc {
+namespace hotring {
 
 // The CPUs this process may run on (sched_getaffinity), in ascending order.
 absl::StatusOr<std::vector<int>> AllowedCpus();
@@ -43,6 +43,6 @@ class AffinityRestorer {
 // "0,1" for {0, 1}.
 std::string CpuListString(const std::vector<int>& cpus);
 
-}  // namespace hotring::ipc
+}  // namespace hotring
 
-#endif  // HOTRING_IPC_CPU_H_
+#endif  // HOTRING_CORE_CPU_H_

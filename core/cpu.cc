@@ -1,4 +1,4 @@
-#include "ipc/cpu.h"
+#include "core/cpu.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 
-namespace hotring::ipc {
+namespace hotring {
 
 absl::StatusOr<std::vector<int>> AllowedCpus() {
   cpu_set_t set;
@@ -60,4 +60,4 @@ AffinityRestorer::~AffinityRestorer() {
 
 std::string CpuListString(const std::vector<int>& cpus) { return absl::StrJoin(cpus, ","); }
 
-}  // namespace hotring::ipc
+}  // namespace hotring
