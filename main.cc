@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
+#include "core/flags.h"
 #include "core/log.h"
 #include "hotplug/cli.h"
 #include "ipc/bench_cli.h"
@@ -50,21 +51,37 @@ int SelfCheck() {
   return 0;
 }
 
+constexpr char kBenchReactorUsage[] =
+    "usage: hotring bench reactor [--nops N] [--pingpongs N] [--json]\n"
+    "  NOP round trips through the ring, one at a time and batched (N, default 2,000,000),\n"
+    "  and socketpair ping-pongs between two tasks on one reactor (N, default 200,000)\n";
+
 int BenchReactor(const std::vector<std::string>& args) {
   bool json = false;
   io::ReactorBenchOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--nops" && i + 1 < args.size() &&
-               absl::SimpleAtoi(args[i + 1], &options.nops) && options.nops > 0) {
-      ++i;
-    } else if (args[i] == "--pingpongs" && i + 1 < args.size() &&
-               absl::SimpleAtoi(args[i + 1], &options.pingpongs) && options.pingpongs > 0) {
-      ++i;
-    } else {
-      return Fail(absl::InvalidArgumentError("bench reactor: unknown or bad argument: " + args[i]));
+  FlagReader flags("bench reactor", args);
+  auto parse = [&]() -> absl::Status {
+    while (flags.Next()) {
+      const std::string& f = flags.flag();
+      if (f == "--help") {
+        std::fputs(kBenchReactorUsage, stdout);
+        std::exit(0);
+      } else if (f == "--json") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        json = true;
+      } else if (f == "--nops") {
+        HOTRING_ASSIGN_OR_RETURN(options.nops, flags.IntInRange(1, 1'000'000'000));
+      } else if (f == "--pingpongs") {
+        HOTRING_ASSIGN_OR_RETURN(options.pingpongs, flags.IntInRange(1, 1'000'000'000));
+      } else {
+        return flags.Unknown();
+      }
     }
+    return absl::OkStatus();
+  };
+  if (const absl::Status parsed = parse(); !parsed.ok()) {
+    std::fprintf(stderr, "hotring %s\n", std::string(parsed.message()).c_str());
+    return 2;
   }
   absl::StatusOr<std::vector<io::BenchFigure>> figures = io::RunReactorBench(options);
   if (!figures.ok()) return Fail(figures.status());

@@ -556,12 +556,29 @@ absl::Status CheckColdplugAction(absl::string_view sysfs_root, absl::string_view
   return absl::OkStatus();
 }
 
+constexpr char kColdplugBenchUsage[] =
+    "usage: hotring bench coldplug [options]   (as root)\n"
+    "Walks sysfs and writes ACTION into every uevent file, four ways per run: trigger alone,\n"
+    "through a daemon with no handler, through a daemon with --exec PROGRAM, and a serial\n"
+    "baseline that spawns PROGRAM for each uevent it receives; prints medians and the ratios.\n"
+    "  --sysfs-root DIR    tree to walk (default /sys)\n"
+    "  --action ACTION     written to the uevent files (default change; only change on a\n"
+    "                      real sysfs)\n"
+    "  --exec PROGRAM      handler of the last two phases (default /bin/true)\n"
+    "  --runs N            repetitions (default 5)\n"
+    "  --children-max N    the daemon's --children-max\n"
+    "  --timeout S         give up waiting for a daemon to settle (default 60)\n"
+    "  --json              the raw figures as JSON\n";
+
 absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<std::string>& args) {
   ColdplugBenchOptions options;
   FlagReader flags("bench coldplug", args);
   while (flags.Next()) {
     const std::string& f = flags.flag();
-    if (f == "--sysfs-root") {
+    if (f == "--help") {
+      std::fputs(kColdplugBenchUsage, stdout);
+      std::exit(0);
+    } else if (f == "--sysfs-root") {
       HOTRING_ASSIGN_OR_RETURN(options.sysfs_root, flags.String());
     } else if (f == "--action") {
       HOTRING_ASSIGN_OR_RETURN(options.action, flags.String());

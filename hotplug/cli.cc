@@ -43,8 +43,12 @@ constexpr absl::string_view kDaemonUsage =
 }  // namespace
 
 int ReportError(absl::string_view command, const absl::Status& status) {
+  absl::string_view message = status.message();
+  // FlagReader's messages already start with the command's name.
+  const std::string prefix = absl::StrCat(command, ": ");
+  if (absl::StartsWith(message, prefix)) message.remove_prefix(prefix.size());
   std::fprintf(stderr, "hotring %s: %s\n", std::string(command).c_str(),
-               std::string(status.message()).c_str());
+               std::string(message).c_str());
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
