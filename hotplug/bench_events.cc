@@ -2,11 +2,15 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <functional>
 #include <thread>
@@ -15,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
@@ -37,8 +42,27 @@ struct BenchOptions {
   absl::Duration reorder_timeout = absl::Seconds(5);
   std::string program = "/bin/true";
   int64_t children_max = 0;
+  int cpu = 0;  // (a) pinned: the daemon and the sender on this CPU
   bool json = false;
 };
+
+constexpr char kBenchEventsUsage[] =
+    "usage: hotring bench events [options]\n"
+    "Events through a private daemon and its control socket, then settle:\n"
+    "  (a) no handler: the daemon's CPU time per event, fed by a sender that batches\n"
+    "      (sendmmsg x64), unpinned and with daemon and sender on one CPU; and fed by one\n"
+    "      blocking sendto per event (there the figure is mostly the kernel waking the sender\n"
+    "      the daemon's reads make room for, charged to the daemon)\n"
+    "  (b) --exec PROGRAM, against a serial baseline (one process: receive, posix_spawn, wait)\n"
+    "  and the seed's two runs: N events in order, and N behind a SEQNUM gap.\n"
+    "  --events N            (a) events (default 100000)\n"
+    "  --exec-events N       (b) events and the baseline's (default 2000)\n"
+    "  --seed-events N       events of each seed run (default 100)\n"
+    "  --exec PROGRAM        handler of (b) and the seed runs (default /bin/true)\n"
+    "  --children-max N      the daemon's --children-max\n"
+    "  --reorder-timeout S   the gap run's --reorder-timeout (default 5)\n"
+    "  --cpu N               the CPU of the pinned (a) figure (default 0)\n"
+    "  --json                the figures as JSON\n";
 
 struct Figure {
   std::string name;
@@ -57,29 +81,80 @@ std::string EventBytes(int64_t seqnum, int64_t device) {
   return EncodeWireMessage(m);
 }
 
-absl::Status SendAll(const std::string& socket, int64_t first, int64_t count) {
+// How the bench's sender hands datagrams to the socket.
+enum class SendMode {
+  kBatched,  // sendmmsg, 64 datagrams per call: a sender that keeps up with the daemon
+  kSingle,   // one blocking sendto per event, as one `hotring send` after another would
+};
+
+absl::Status SendAll(const std::string& socket, int64_t first, int64_t count,
+                     SendMode mode = SendMode::kSingle) {
   HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
   HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
-  for (int64_t i = 0; i < count; ++i) {
-    const std::string bytes = EventBytes(first + i, i);
-    // Blocking: when the daemon's queue is full the sender waits, as udevsend did.
-    if (::sendto(fd.get(), bytes.data(), bytes.size(), 0, address.get(), address.length) < 0) {
-      return ErrnoStatus("sendto");
+  if (::connect(fd.get(), address.get(), address.length) < 0) return ErrnoStatus("connect");
+  constexpr int64_t kBatch = 64;
+  const int64_t batch = mode == SendMode::kBatched ? kBatch : 1;
+  std::vector<std::string> bytes(static_cast<size_t>(batch));
+  std::vector<iovec> iov(static_cast<size_t>(batch));
+  std::vector<mmsghdr> messages(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < count;) {
+    const int64_t n = std::min(batch, count - i);
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t j = static_cast<size_t>(k);
+      bytes[j] = EventBytes(first + i + k, i + k);
+      iov[j] = iovec{bytes[j].data(), bytes[j].size()};
+      messages[j] = mmsghdr{};
+      messages[j].msg_hdr.msg_iov = &iov[j];
+      messages[j].msg_hdr.msg_iovlen = 1;
     }
+    // Blocking: when the daemon's queue is full the sender waits, as udevsend did.
+    const int sent = ::sendmmsg(fd.get(), messages.data(), static_cast<unsigned>(n), 0);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("sendmmsg");
+    }
+    // A partial batch: the rest is re-encoded and sent next round.
+    i += sent;
   }
   return absl::OkStatus();
 }
 
-// Sends `count` events and waits until the daemon has handled them all.
+// Pins the daemon and the calling thread to one CPU for a figure; restores the thread's mask.
+class SameCpu {
+ public:
+  static absl::StatusOr<std::unique_ptr<SameCpu>> Pin(pid_t daemon, std::optional<int> cpu) {
+    auto same = std::unique_ptr<SameCpu>(new SameCpu());
+    if (!cpu.has_value()) return same;
+    HOTRING_RETURN_IF_ERROR(CheckCpu(*cpu, "--cpu"));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(*cpu, &set);
+    if (::sched_setaffinity(daemon, sizeof(set), &set) != 0) {
+      return ErrnoStatus("sched_setaffinity(daemon)");
+    }
+    HOTRING_RETURN_IF_ERROR(PinCurrentThread(*cpu));
+    return same;
+  }
+
+ private:
+  SameCpu() = default;
+  AffinityRestorer restore_;
+};
+
+// Sends `count` events and waits until the daemon has handled them all. With `cpu`, the daemon
+// and the sender share that CPU.
 absl::StatusOr<Figure> Pipeline(const std::string& name, const std::vector<std::string>& args,
-                                int64_t first, int64_t count) {
+                                int64_t first, int64_t count, SendMode mode = SendMode::kSingle,
+                                std::optional<int> cpu = std::nullopt) {
   BenchDaemon::Options options;
   options.args = {"--no-netlink", "--expect-seqnum", "0", "--log-level", "warning"};
   options.args.insert(options.args.end(), args.begin(), args.end());
   HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(std::move(options)));
+  HOTRING_ASSIGN_OR_RETURN(const std::unique_ptr<SameCpu> pinned,
+                           SameCpu::Pin(daemon.pid(), cpu));
   const int64_t cpu_before = ProcessCpuNs(daemon.pid());
   const MonoTime start = MonoNow();
-  HOTRING_RETURN_IF_ERROR(SendAll(daemon.socket(), first, count));
+  HOTRING_RETURN_IF_ERROR(SendAll(daemon.socket(), first, count, mode));
   HOTRING_RETURN_IF_ERROR(Settle(daemon.socket(), absl::Seconds(600)));
   const MonoTime end = MonoNow();
   const int64_t cpu_after = ProcessCpuNs(daemon.pid());
@@ -158,7 +233,10 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
       if (v.ok()) out = *v;
       s = v.status();
     };
-    if (f == "--events") {
+    if (f == "--help") {
+      std::fputs(kBenchEventsUsage, stdout);
+      return 0;
+    } else if (f == "--events") {
       take(options.events, 1);
     } else if (f == "--exec-events") {
       take(options.exec_events, 1);
@@ -174,6 +252,10 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
       absl::StatusOr<std::string> v = flags.String();
       if (v.ok()) options.program = *v;
       s = v.status();
+    } else if (f == "--cpu") {
+      int64_t cpu = 0;
+      take(cpu, 0);
+      options.cpu = static_cast<int>(cpu);
     } else if (f == "--json") {
       options.json = true;
       s = flags.NoValue();
@@ -193,9 +275,20 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
              {"--reorder-timeout", absl::StrCat(absl::ToDoubleSeconds(options.reorder_timeout))});
   std::vector<Figure> figures;
   for (auto step : std::vector<std::function<absl::StatusOr<Figure>()>>{
-           [&] { return Pipeline("daemon, no handler", common, 0, options.events); },
            [&] {
-             return Pipeline(absl::StrCat("daemon, --exec ", options.program), exec, 0,
+             return Pipeline("(a) no handler, sendmmsg x64", common, 0, options.events,
+                             SendMode::kBatched);
+           },
+           [&] {
+             return Pipeline(absl::StrCat("(a) no handler, sendmmsg x64, CPU ", options.cpu),
+                             common, 0, options.events, SendMode::kBatched, options.cpu);
+           },
+           [&] {
+             return Pipeline("(a) no handler, one sendto each", common, 0, options.events,
+                             SendMode::kSingle);
+           },
+           [&] {
+             return Pipeline(absl::StrCat("(b) --exec ", options.program), exec, 0,
                              options.exec_events);
            },
            [&] { return SerialBaseline(options.program, options.exec_events); },
@@ -212,8 +305,9 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
     if (!figure.ok()) return ReportError("bench events", figure.status());
     figures.push_back(std::move(*figure));
   }
-  const double ratio = (figures[1].events / figures[1].seconds) /
-                       (figures[2].events / figures[2].seconds);
+  // (b) over the serial baseline, the two figures after the three (a) ones.
+  const double ratio = (figures[3].events / figures[3].seconds) /
+                       (figures[4].events / figures[4].seconds);
   std::fputs(Format(figures, ratio, options.json).c_str(), stdout);
   return 0;
 }
