@@ -77,19 +77,10 @@ trigger_status=0
 cat "$work/trigger.out"
 triggered=$(sed -n 's/^\([0-9][0-9]*\) triggered.*/\1/p' "$work/trigger.out")
 
-# settle answers once the daemon is idle; a uevent still unread in its socket at that moment
-# would not count, so wait until its netlink counter has caught up with what was triggered
-# (more is fine: other devices may send events too).
-received=0
-tries=0
-while :; do
-  received=$("$bin" control status --socket "$socket" | sed -n 's/^netlink_received //p')
-  [ "${received:-0}" -ge "${triggered:-0}" ] && break
-  tries=$((tries + 1))
-  [ "$tries" -ge 50 ] && break
-  sleep 0.1
-done
-"$bin" settle --socket "$socket" --timeout 30
+# trigger --settle returned: the daemon has read and handled every uevent the writes made, so
+# its netlink counter must already cover what was triggered (more is fine: other devices may
+# send events too). Checked below, not waited for.
+received=$("$bin" control status --socket "$socket" | sed -n 's/^netlink_received //p')
 
 echo "== hotring control status"
 "$bin" control status --socket "$socket"
