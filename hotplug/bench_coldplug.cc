@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/flags.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/bench_daemon.h"
@@ -507,22 +508,6 @@ PhaseSummary Summarize(const ColdplugBenchReport& report, size_t index,
   return s;
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 }  // namespace
 
 absl::string_view ColdplugPhaseName(ColdplugPhase phase) {
@@ -711,7 +696,7 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
           "{\"name\": %s, \"triggered\": %.0f, \"failed\": %.0f, \"uevents\": %.0f, "
           "\"handled\": %.0f, \"walk_ms\": %.3f, \"writes_ms\": %.3f, \"settled_ms\": %.3f, "
           "\"total_ms\": %.3f",
-          JsonString(p.name), p.triggered, p.failed, p.uevents, p.handled, p.walk_ms,
+          JsonQuote(p.name), p.triggered, p.failed, p.uevents, p.handled, p.walk_ms,
           p.writes_ms, p.settled_ms, p.total_ms);
       if (p.cpu_ms.has_value()) {
         absl::StrAppendFormat(&s, ", \"daemon_cpu_ms\": %.3f", *p.cpu_ms);
@@ -732,7 +717,7 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
         "\"serial_over_exec\": %.3f, \"best_settle_over_trigger\": %.3f, "
         "\"best_settle_over_writes\": %.3f, \"best_serial_over_exec\": %.3f, "
         "\"gap_runs\": %d, \"early_settles\": %d, \"short_runs\": %d}\n",
-        JsonString(options.sysfs_root), JsonString(options.action), JsonString(options.program),
+        JsonQuote(options.sysfs_root), JsonQuote(options.action), JsonQuote(options.program),
         report.runs.size(), absl::StrJoin(parts, ", "), settle_over_trigger, settle_over_writes,
         serial_over_exec, best_settle_over_trigger, best_settle_over_writes,
         best_serial_over_exec, gap_runs, early_settles, short_runs);

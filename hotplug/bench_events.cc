@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/cpu.h"
 #include "core/flags.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/bench_daemon.h"
@@ -201,8 +202,8 @@ std::string Format(const std::vector<Figure>& figures, double ratio, bool json) 
                                 : "";
     if (json) {
       parts.push_back(absl::StrFormat(
-          "{\"name\": \"%s\", \"events\": %d, \"seconds\": %.6f, \"events_per_s\": %.0f%s}",
-          f.name, f.events, f.seconds, f.events / f.seconds,
+          "{\"name\": %s, \"events\": %d, \"seconds\": %.6f, \"events_per_s\": %.0f%s}",
+          JsonQuote(f.name), f.events, f.seconds, f.events / f.seconds,
           cpu.empty() ? "" : absl::StrCat(", \"daemon_cpu_us_per_event\": ", cpu)));
     } else {
       parts.push_back(absl::StrFormat("%-36s %7d events %9.3f s %10.0f events/s%s", f.name,

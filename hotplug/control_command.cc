@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/clock.h"
 #include "core/flags.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
@@ -23,25 +24,6 @@
 #include "io/reactor.h"
 
 namespace hotring::hotplug {
-namespace {
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-}  // namespace
 
 int SettleCommand(const std::vector<std::string>& args) {
   std::string socket(kDefaultSocket);
@@ -127,9 +109,9 @@ int ControlCommandMain(const std::vector<std::string>& args) {
   if (json) {
     std::vector<std::string> parts;
     for (const auto& [key, value] : reply->fields) {
-      parts.push_back(absl::StrCat(JsonString(key), ": ", value));
+      parts.push_back(absl::StrCat(JsonQuote(key), ": ", value));
     }
-    if (!reply->message.empty()) parts.push_back(absl::StrCat("\"message\": ", JsonString(reply->message)));
+    if (!reply->message.empty()) parts.push_back(absl::StrCat("\"message\": ", JsonQuote(reply->message)));
     std::printf("{%s}\n", absl::StrJoin(parts, ", ").c_str());
   } else {
     for (const auto& [key, value] : reply->fields) {

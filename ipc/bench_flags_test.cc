@@ -1,7 +1,7 @@
 #include "core/flags.h"
 
 #include "gtest/gtest.h"
-#include "ipc/json.h"
+#include "core/json.h"
 
 namespace hotring::ipc {
 namespace {

@@ -22,7 +22,7 @@
 #include "io/thread_wake.h"
 #include "ipc/child_process.h"
 #include "core/cpu.h"
-#include "ipc/json.h"
+#include "core/json.h"
 #include "ipc/ring_ops.h"
 
 namespace hotring::ipc {

@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "ipc/json.h"
+#include "core/json.h"
 
 namespace hotring::ipc {
 namespace {

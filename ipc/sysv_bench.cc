@@ -17,7 +17,7 @@
 #include "io/ops.h"
 #include "io/thread_wake.h"
 #include "core/cpu.h"
-#include "ipc/json.h"
+#include "core/json.h"
 #include "ipc/sysv_queue.h"
 #include "ipc/worker_thread.h"
 

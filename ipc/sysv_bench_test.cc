@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "ipc/json.h"
+#include "core/json.h"
 #include "ipc/sysv_queue.h"
 
 namespace hotring::ipc {

@@ -14,7 +14,7 @@
 #include "core/task_scope.h"
 #include "io/ops.h"
 #include "io/socket.h"
-#include "ipc/json.h"
+#include "core/json.h"
 #include "ipc/ring_ops.h"
 
 namespace hotring::ipc {

@@ -17,7 +17,7 @@
 #include "io/socket.h"
 #include "ipc/child_process.h"
 #include "core/cpu.h"
-#include "ipc/json.h"
+#include "core/json.h"
 
 namespace hotring::ipc {
 namespace {

@@ -1,7 +1,7 @@
 // The benchmarks' machine-readable output: a flat JSON object writer, and a reader for the
 // numeric fields of such an object (the all-in-one `uds` bench reads its children's reports).
-#ifndef HOTRING_IPC_JSON_H_
-#define HOTRING_IPC_JSON_H_
+#ifndef HOTRING_CORE_JSON_H_
+#define HOTRING_CORE_JSON_H_
 
 #include <cstdint>
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace hotring::ipc {
+namespace hotring {
 
 // Owns the text of one JSON object under construction; keys keep their insertion order.
 class JsonObject {
@@ -37,6 +37,6 @@ std::string JsonQuote(absl::string_view text);
 // The number stored under the top-level `key` of a flat object written by JsonObject.
 absl::StatusOr<double> JsonNumberField(absl::string_view json, absl::string_view key);
 
-}  // namespace hotring::ipc
+}  // namespace hotring
 
-#endif  // HOTRING_IPC_JSON_H_
+#endif  // HOTRING_CORE_JSON_H_

@@ -1,4 +1,4 @@
-#include "ipc/json.h"
+#include "core/json.h"
 
 #include <cmath>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace hotring::ipc {
+namespace hotring {
 
 std::string JsonQuote(absl::string_view text) {
   std::string out = "\"";
@@ -104,4 +104,4 @@ absl::StatusOr<double> JsonNumberField(absl::string_view json, absl::string_view
   return value;
 }
 
-}  // namespace hotring::ipc
+}  // namespace hotring
