@@ -4,11 +4,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "io/ops.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {
@@ -43,9 +45,9 @@ absl::Status ControlClient::Send(const WireMessage& message) {
     return absl::OkStatus();
   }
   const int err = errno;
-  if (err == ENOENT || err == ECONNREFUSED || err == EAGAIN) {
-    return absl::UnavailableError(absl::StrCat(
-        err == EAGAIN ? "daemon queue full on " : "no daemon listening on ", name_));
+  if (err == EAGAIN) return absl::ResourceExhaustedError(absl::StrCat("daemon queue full on ", name_));
+  if (err == ENOENT || err == ECONNREFUSED) {
+    return absl::UnavailableError(absl::StrCat("no daemon listening on ", name_));
   }
   return ErrnoStatus(absl::StrCat("sendto(", name_, ")"), err);
 }
@@ -89,10 +91,17 @@ Task<absl::StatusOr<WireMessage>> ControlClient::Request(io::Reactor& reactor,
                                                          absl::Duration retransmit) {
   const MonoTime deadline = MonoNow() + timeout;
   absl::Status last = absl::DeadlineExceededError(absl::StrCat("no reply from ", name_));
+  absl::Duration backoff = absl::Milliseconds(1);
   for (;;) {
     const absl::Duration left = Since(MonoNow(), deadline);
     if (left <= absl::ZeroDuration()) co_return last;
     const absl::Status sent = Send(request);
+    if (sent.code() == absl::StatusCode::kResourceExhausted) {
+      last = sent;
+      (void)co_await io::Sleep(reactor, std::min(backoff, left));
+      backoff = std::min(backoff * 2, absl::Milliseconds(100));
+      continue;
+    }
     if (!sent.ok() && sent.code() != absl::StatusCode::kUnavailable) co_return sent;
     if (!sent.ok()) last = sent;
     absl::StatusOr<WireMessage> reply =

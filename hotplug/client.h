@@ -26,7 +26,8 @@ class ControlClient {
   static absl::StatusOr<ControlClient> Open(absl::string_view socket_name);
 
   // Sends one message without blocking. Unavailable when no daemon listens (ENOENT,
-  // ECONNREFUSED) or its queue is full (EAGAIN): callers retry.
+  // ECONNREFUSED); ResourceExhausted when one does but its queue is full (EAGAIN). Callers
+  // retry either, but only the first means there is no daemon.
   absl::Status Send(const WireMessage& message);
 
   // Waits up to `timeout` for a message from the daemon with `cookie`; other datagrams are
@@ -35,7 +36,8 @@ class ControlClient {
                                             absl::Duration timeout);
 
   // Sends `request` and waits for its reply, sending it again every `retransmit` (and whenever
-  // the daemon was absent) until `timeout`.
+  // the daemon was absent) until `timeout`. A full queue is retried after a short backoff
+  // (1 ms, doubling up to 100 ms), not after `retransmit`: a busy daemon is not a lost reply.
   Task<absl::StatusOr<WireMessage>> Request(io::Reactor& reactor, WireMessage request,
                                             absl::Duration timeout, absl::Duration retransmit);
 

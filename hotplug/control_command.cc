@@ -56,6 +56,11 @@ int SettleCommand(const std::vector<std::string>& args) {
                  absl::FormatDuration(timeout).c_str());
     return 1;
   }
+  if (settled.code() == absl::StatusCode::kResourceExhausted) {
+    std::fprintf(stderr, "hotring settle: timeout after %s: %s (the daemon is busy)\n",
+                 absl::FormatDuration(timeout).c_str(), std::string(settled.message()).c_str());
+    return 1;
+  }
   return ReportError("settle", settled);
 }
 

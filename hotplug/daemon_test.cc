@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "core/unique_fd.h"
 #include "hotplug/event_parser.h"
 #include "hotplug/wire.h"
 #include "io/socket.h"
@@ -427,6 +428,31 @@ TEST(DaemonTest, SettleTimesOutWhileAnEventHangs) {
   ASSERT_TRUE(settle.ok());
   EXPECT_EQ(settle->exit_code, 1);
   EXPECT_EQ(Status(daemon)["running"], 1u);
+}
+
+// A settle request that never got into a full queue has not seen the daemon settle: exit 1
+// with the reason, not 0 as if no daemon existed. The "daemon" here is a socket nobody reads.
+TEST(DaemonTest, SettleAgainstAFullQueueIsNotSettled) {
+  const std::string name = absl::StrCat("@hotring-full-queue-", ::getpid());
+  absl::StatusOr<UniqueFd> busy = io::BindUnix(SOCK_DGRAM, name);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  absl::StatusOr<io::SocketAddress> address = io::UnixAddress(name);
+  ASSERT_TRUE(address.ok());
+  absl::StatusOr<UniqueFd> fd = io::UnixSocket(SOCK_DGRAM);
+  ASSERT_TRUE(fd.ok());
+  int queued = 0;
+  for (; queued < 100000; ++queued) {
+    if (::sendto(fd->get(), "x", 1, MSG_DONTWAIT, address->get(), address->length) < 0) {
+      ASSERT_EQ(errno, EAGAIN);
+      break;
+    }
+  }
+  ASSERT_LT(queued, 100000);
+  absl::StatusOr<CommandResult> settle =
+      RunHotring({"settle", "--socket", name, "--timeout", "0.3"});
+  ASSERT_TRUE(settle.ok());
+  EXPECT_EQ(settle->exit_code, 1) << settle->err;
+  EXPECT_NE(settle->err.find("queue full"), std::string::npos) << settle->err;
 }
 
 TEST(DaemonTest, SigtermFinishesAcceptedEventsBeforeExiting) {

@@ -178,16 +178,19 @@ Task<int> Send(io::Reactor& reactor, ControlClient& client, const SendOptions& o
   absl::Duration backoff = absl::Milliseconds(10);
   absl::Duration retransmit = absl::Milliseconds(500);
   bool started = false;
+  bool queue_full = false;  // the last send found the daemon's queue full
   for (;;) {
     const absl::Duration left = Since(MonoNow(), deadline);
     if (left <= absl::ZeroDuration()) break;
     const absl::Status sent = client.Send(message);
     if (!sent.ok()) {
-      if (sent.code() != absl::StatusCode::kUnavailable) {
+      const bool no_daemon = sent.code() == absl::StatusCode::kUnavailable;
+      if (!no_daemon && sent.code() != absl::StatusCode::kResourceExhausted) {
         std::fprintf(stderr, "hotring send: %s\n", std::string(sent.message()).c_str());
         co_return 1;
       }
-      if (options.autostart && !started) {
+      queue_full = !no_daemon;
+      if (no_daemon && options.autostart && !started) {
         started = true;
         if (const absl::Status s = StartDaemon(options); !s.ok()) {
           std::fprintf(stderr, "hotring send: cannot start daemon: %s\n",
@@ -223,7 +226,10 @@ Task<int> Send(io::Reactor& reactor, ControlClient& client, const SendOptions& o
     }
   }
   std::fprintf(stderr, "hotring send: %s: %s from %s\n", label.c_str(),
-               options.wait ? "no ack" : "no daemon listening", options.socket.c_str());
+               queue_full ? "daemon queue still full"
+               : options.wait ? "no ack"
+                              : "no daemon listening",
+               options.socket.c_str());
   co_return 1;
 }
 
