@@ -37,7 +37,16 @@ class CompletionAwaiter {
 }  // namespace
 
 MultishotRecvMsgOp::MultishotRecvMsgOp(int fd, std::shared_ptr<BufferRing> ring)
-    : fd_(fd), ring_(std::move(ring)) {}
+    : fd_(fd), ring_(std::move(ring)) {
+  // Uevents reach a netlink socket as multicasts, which the kernel drops (ENOBUFS) rather
+  // than block on when our queue is full: their sender never waits for us, so the reactor may
+  // let them pile up for its batch window (Reactor::Options::batch_window).
+  int domain = 0;
+  socklen_t length = sizeof(domain);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0 && domain == AF_NETLINK) {
+    set_batchable(true);
+  }
+}
 
 void MultishotRecvMsgOp::Prepare(io_uring_sqe* sqe) {
   msg_ = msghdr{};

@@ -60,6 +60,12 @@ class Operation {
   void set_link_timeout(absl::Duration timeout);
   [[nodiscard]] bool has_link_timeout() const { return has_link_timeout_; }
 
+  // Marks an operation whose producer never waits for us (netlink multicasts are dropped, not
+  // blocked, when the receive queue is full). Only a busy round made of such completions lets
+  // the next wait batch (Reactor::Options::batch_window): a sender that blocks on a full
+  // queue would otherwise sit idle for the whole window.
+  void set_batchable(bool batchable) { batchable_ = batchable; }
+
   // Completions received and not yet consumed (multishot operations may queue several).
   [[nodiscard]] bool has_completion() const { return next_completion_ < completions_.size(); }
   Completion TakeCompletion();
@@ -73,6 +79,7 @@ class Operation {
   size_t next_completion_ = 0;
   __kernel_timespec link_timeout_{};
   bool has_link_timeout_ = false;
+  bool batchable_ = false;
   bool finished_ = false;
   bool abandoned_ = false;
   bool queued_ = false;
@@ -100,6 +107,14 @@ class Reactor {
     bool prefer_defer_taskrun = true;
     // Use IORING_OP_WAITID when the kernel has it (tests turn it off to cover the fallback).
     bool use_waitid = true;
+    // After a busy round (at least two completions, all of operations marked batchable, see
+    // Operation::set_batchable), the next wait asks the kernel for many completions but gives
+    // up after this window; after any other round it waits for one completion with no
+    // deadline. It trades latency for wake-ups: during a burst each completion may wait up to
+    // this long (timers included), and in exchange the producer (the kernel emitting uevents
+    // inside a sysfs writer's write()) no longer wakes this thread for each one. Zero turns it
+    // off. Only with DEFER_TASKRUN, whose wake-up honours the count (see RunOnce).
+    absl::Duration batch_window = absl::Microseconds(100);
   };
 
   // Sets up the ring and probes the kernel. A kernel without io_uring, or with it disabled
@@ -149,13 +164,16 @@ class Reactor {
   [[nodiscard]] size_t in_flight() const { return in_flight_; }
   // Completions processed since creation (for benchmarks and tests).
   [[nodiscard]] uint64_t completions_seen() const { return completions_seen_; }
+  // Waits that batched (Options::batch_window) since creation (for tests).
+  [[nodiscard]] uint64_t batch_waits() const { return batch_waits_; }
 
  private:
   explicit Reactor(const Features& features) : features_(features) {}
   absl::Status Init(const Options& options);
   io_uring_sqe* GetSqe();
   absl::Status SubmitPending(unsigned wait_for);
-  void Reap();
+  absl::Status WaitForBatch();
+  size_t Reap();
   void Dispatch(uint64_t user_data, int32_t result, uint32_t flags);
   size_t ResumeReady();
   void FreeSlot(uint32_t index);
@@ -176,6 +194,11 @@ class Reactor {
   size_t in_flight_ = 0;
   unsigned unsubmitted_ = 0;
   uint64_t completions_seen_ = 0;
+  bool batching_ = false;             // batch_window set and the ring has DEFER_TASKRUN
+  __kernel_timespec batch_window_{};
+  uint64_t batch_waits_ = 0;
+  bool busy_ = false;       // the last round reaped kBusyCompletions, all batchable
+  bool round_unbatchable_ = false;  // this round dispatched a completion of an unbatchable op
 };
 
 template <typename T>

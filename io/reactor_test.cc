@@ -1,6 +1,7 @@
 #include "io/reactor.h"
 
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -8,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -432,6 +435,123 @@ TEST(ReactorTest, WaitForExitReportsSignals) {
   ASSERT_TRUE(status.ok());
   EXPECT_FALSE(status->exited);
   EXPECT_EQ(status->code, SIGKILL);
+}
+
+// A connected pair of datagram sockets: `first` receives, `second` sends to it.
+struct DatagramPair {
+  UniqueFd first;
+  UniqueFd second;
+};
+
+// Two NETLINK_KOBJECT_UEVENT sockets bound to no group (only unicasts from `second` reach
+// `first`, never the host's uevents). A receive on netlink is batchable.
+absl::StatusOr<DatagramPair> NetlinkPair() {
+  DatagramPair pair;
+  for (UniqueFd* fd : {&pair.first, &pair.second}) {
+    *fd = UniqueFd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT));
+    if (!fd->valid()) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+    sockaddr_nl self{};
+    self.nl_family = AF_NETLINK;
+    if (::bind(fd->get(), reinterpret_cast<sockaddr*>(&self), sizeof(self)) != 0) {
+      return absl::InternalError(absl::StrCat("bind: ", strerror(errno)));
+    }
+  }
+  const int buffer = 4 << 20;  // the burst must fit: unicasts to a full socket would block
+  (void)::setsockopt(pair.first.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer));
+  sockaddr_nl peer{};
+  socklen_t length = sizeof(peer);
+  if (::getsockname(pair.first.get(), reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
+      ::connect(pair.second.get(), reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
+    return absl::InternalError(absl::StrCat("getsockname/connect: ", strerror(errno)));
+  }
+  return pair;
+}
+
+absl::StatusOr<DatagramPair> UnixPair() {
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  if (!pair.ok()) return pair.status();
+  return DatagramPair{std::move(pair->first), std::move(pair->second)};
+}
+
+// After a burst (on a batchable socket the loop then waits for a batch with a deadline),
+// completions that come one at a time, from a timer, an inline NOP and another thread's
+// datagram, are still delivered and nothing hangs. Returns the reactor's batching waits.
+uint64_t CheckLoneCompletionsAfterABurst(Reactor::Options options, bool netlink) {
+  auto reactor = MakeReactor(options);
+  absl::StatusOr<DatagramPair> pair = netlink ? NetlinkPair() : UnixPair();
+  EXPECT_TRUE(pair.ok()) << pair.status();
+  if (!pair.ok()) return 0;
+  auto ring = BufferRing::Create(*reactor, /*group_id=*/9, /*count=*/64, /*size=*/256);
+  EXPECT_TRUE(ring.ok()) << ring.status();
+  if (!ring.ok()) return 0;
+  constexpr int kBurst = 100;
+  for (int i = 0; i < kBurst; ++i) {
+    const std::string msg = absl::StrCat("burst-", i);
+    EXPECT_EQ(::send(pair->second.get(), msg.data(), msg.size(), 0),
+              static_cast<ssize_t>(msg.size()))
+        << strerror(errno);
+  }
+  std::vector<std::string> got;
+  int timers = 0;
+  int nops = 0;
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  std::thread late_sender;
+  auto reader = [&]() -> Task<absl::Status> {
+    for (int i = 0; i < kBurst; ++i) {
+      absl::StatusOr<Datagram> d = co_await receiver.Receive();
+      if (!d.ok()) co_return d.status();
+      got.emplace_back(d->payload);
+    }
+    // One completion at a time from here on.
+    for (int i = 0; i < 3; ++i) {
+      const absl::Status slept = co_await Sleep(*reactor, absl::Milliseconds(2));
+      if (slept.ok()) ++timers;
+      if ((co_await Nop(*reactor)).ok()) ++nops;
+    }
+    const int fd = pair->second.get();
+    late_sender = std::thread([fd] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      (void)::send(fd, "late", 4, 0);
+    });
+    absl::StatusOr<Datagram> late = co_await receiver.Receive();
+    if (!late.ok()) co_return late.status();
+    got.emplace_back(late->payload);
+    co_return absl::OkStatus();
+  };
+  const absl::Status status = reactor->BlockOn(reader());
+  if (late_sender.joinable()) late_sender.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(got.size(), static_cast<size_t>(kBurst + 1));
+  for (int i = 0; i < kBurst && i < static_cast<int>(got.size()); ++i) {
+    EXPECT_EQ(got[i], absl::StrCat("burst-", i));
+  }
+  if (!got.empty()) {
+    EXPECT_EQ(got.back(), "late");
+  }
+  EXPECT_EQ(timers, 3);
+  EXPECT_EQ(nops, 3);
+  return reactor->batch_waits();
+}
+
+TEST(ReactorTest, LoneCompletionsAfterANetlinkBurstAreDeliveredAndTheBurstIsBatched) {
+  EXPECT_GT(CheckLoneCompletionsAfterABurst(Reactor::Options(), /*netlink=*/true), 0u);
+}
+
+TEST(ReactorTest, LoneCompletionsAfterANetlinkBurstAreDeliveredWithALongWindow) {
+  Reactor::Options options;
+  options.batch_window = absl::Milliseconds(5);  // longer than the timers above
+  EXPECT_GT(CheckLoneCompletionsAfterABurst(options, /*netlink=*/true), 0u);
+}
+
+TEST(ReactorTest, NetlinkBurstWithoutBatchingNeverBatches) {
+  Reactor::Options options;
+  options.batch_window = absl::ZeroDuration();
+  EXPECT_EQ(CheckLoneCompletionsAfterABurst(options, /*netlink=*/true), 0u);
+}
+
+// A unix datagram sender blocks when our queue is full: its burst must not make us batch.
+TEST(ReactorTest, UnixDatagramBurstIsNeverBatched) {
+  EXPECT_EQ(CheckLoneCompletionsAfterABurst(Reactor::Options(), /*netlink=*/false), 0u);
 }
 
 TEST(ReactorTest, SignalsArriveThroughTheRing) {
