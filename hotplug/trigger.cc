@@ -98,6 +98,8 @@ std::string TriggerUsage() {
          "  -v, --verbose               print each uevent file as it is written\n"
          "  -w, --settle                then wait until the daemon has handled everything\n"
          "      --timeout SECONDS       with --settle: give up after this long (default 120)\n"
+         "      --socket PATH|@NAME     with --settle: the daemon's control socket\n"
+         "                              (default /run/hotring/control)\n"
          "  -h, --help                  this text\n";
 }
 
