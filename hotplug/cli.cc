@@ -115,16 +115,24 @@ int DaemonCommand(const std::vector<std::string>& args) {
     (void)InitLogging(LogSink::kStderr, level);
     LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
   }
-  std::unique_ptr<Handler> handler;
-  if (options.exec_program.empty()) {
-    handler = std::make_unique<NullHandler>();
-  } else {
+  // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
+  // commands) -> --exec program. Each link is optional; with none, events are only ordered.
+  std::vector<std::unique_ptr<Handler>> links;
+  if (!options.exec_program.empty()) {
     absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(
         {.program = options.exec_program,
          .timeout = options.event_timeout,
          .kill_grace = options.kill_grace});
     if (!exec.ok()) return ReportError("daemon", exec.status());
-    handler = std::move(*exec);
+    links.push_back(std::move(*exec));
+  }
+  std::unique_ptr<Handler> handler;
+  if (links.empty()) {
+    handler = std::make_unique<NullHandler>();
+  } else if (links.size() == 1) {
+    handler = std::move(links.front());
+  } else {
+    handler = std::make_unique<HandlerChain>(std::move(links));
   }
   absl::StatusOr<std::unique_ptr<Daemon>> daemon =
       Daemon::Create(std::move(options), std::move(handler));

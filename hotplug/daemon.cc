@@ -394,6 +394,9 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("reply_failures", counters_.reply_failures);
   add("children_max", scheduler_.children_max());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
+  std::vector<std::pair<std::string, uint64_t>> stage_counters;
+  handler_->AppendCounters(stage_counters);
+  for (const auto& [key, value] : stage_counters) add(key, value);
   std::vector<std::pair<std::string, uint64_t>> dropped(counters_.dropped.begin(),
                                                         counters_.dropped.end());
   std::sort(dropped.begin(), dropped.end());

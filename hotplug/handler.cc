@@ -15,6 +15,38 @@ std::string EventLabel(const Event& event) {
   return absl::StrCat("ACTION=", event.action, " DEVPATH=", event.devpath);
 }
 
+Task<HandlerResult> HandlerChain::Handle(io::Reactor& reactor, const Event& event) {
+  HandlerResult last;
+  for (const std::unique_ptr<Handler>& link : links_) {
+    last = co_await link->Handle(reactor, event);
+    if (last.outcome != HandlerOutcome::kHandled) co_return last;
+  }
+  co_return last;
+}
+
+absl::Status HandlerChain::Reload() {
+  absl::Status first = absl::OkStatus();
+  for (const std::unique_ptr<Handler>& link : links_) {
+    absl::Status reloaded = link->Reload();
+    if (first.ok() && !reloaded.ok()) first = std::move(reloaded);
+  }
+  return first;
+}
+
+std::string HandlerChain::Name() const {
+  if (links_.empty()) return "none";
+  std::string name;
+  for (const std::unique_ptr<Handler>& link : links_) {
+    if (!name.empty()) name += '+';
+    name += link->Name();
+  }
+  return name;
+}
+
+void HandlerChain::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  for (const std::unique_ptr<Handler>& link : links_) link->AppendCounters(out);
+}
+
 Task<HandlerResult> NullHandler::Handle(io::Reactor& reactor, const Event& event) {
   co_return HandlerResult{};
 }

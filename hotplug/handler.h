@@ -4,8 +4,11 @@
 #ifndef HOTRING_HOTPLUG_HANDLER_H_
 #define HOTRING_HOTPLUG_HANDLER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -35,6 +38,28 @@ class Handler {
   virtual absl::Status Reload() { return absl::OkStatus(); }
   // One word for logs and status: "exec", "none".
   [[nodiscard]] virtual std::string Name() const = 0;
+  // Appends this stage's counters for `control status` ("rules_nodes_made", ...). Names are
+  // unique across stages: each stage prefixes its own.
+  virtual void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {}
+};
+
+// The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
+// before it handled the event; the first link that fails or times out ends the chain with its
+// result. Owns its links.
+class HandlerChain final : public Handler {
+ public:
+  explicit HandlerChain(std::vector<std::unique_ptr<Handler>> links) : links_(std::move(links)) {}
+
+  Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
+  // Reloads every link; the first error is returned (later links are still reloaded).
+  absl::Status Reload() override;
+  // "modules+rules+exec"; "none" when empty.
+  [[nodiscard]] std::string Name() const override;
+  void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  [[nodiscard]] bool empty() const { return links_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<Handler>> links_;
 };
 
 // Does nothing: every event is handled at once.
