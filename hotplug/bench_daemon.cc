@@ -1,6 +1,7 @@
 #include "hotplug/bench_daemon.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -47,8 +48,8 @@ std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
 
 // The child's side of Start, between vfork and exec: system calls only (it runs on the
 // parent's memory and stack, and must not return).
-[[noreturn]] void ExecDaemonChild(pid_t parent, int dev_null, int log, const char* binary,
-                                  char* const* argv) {
+[[noreturn]] void ExecDaemonChild(pid_t parent, int dev_null, int log, int ready_fd,
+                                  const char* binary, char* const* argv) {
   // SIGTERM when the thread that started us dies, so a crashed benchmark leaves no daemon.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != parent) ::_exit(127);
@@ -58,6 +59,7 @@ std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
   ::dup2(dev_null, 0);
   ::dup2(dev_null, 1);
   ::dup2(log, 2);
+  ::fcntl(ready_fd, F_SETFD, 0);  // the one descriptor the daemon inherits on purpose
   ::execv(binary, argv);
   ::_exit(127);
 }
@@ -74,7 +76,13 @@ absl::StatusOr<BenchDaemon> BenchDaemon::Start(Options options) {
   static std::atomic<int> counter{0};
   BenchDaemon d;
   d.socket_ = absl::StrCat("@hotring-bench-", ::getpid(), "-", counter++);
-  std::vector<std::string> argv = {"hotring", "daemon", "--socket", d.socket_};
+  // The daemon says when it serves (--ready-fd): a newline, or end of file if it gave up.
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
+  const UniqueFd ready_read(ready_pipe[0]);
+  UniqueFd ready_write(ready_pipe[1]);
+  std::vector<std::string> argv = {"hotring",    "daemon", "--socket", d.socket_,
+                                   "--ready-fd", absl::StrCat(ready_write.get())};
   argv.insert(argv.end(), options.args.begin(), options.args.end());
   std::vector<char*> c_argv;
   for (std::string& a : argv) c_argv.push_back(a.data());
@@ -95,24 +103,32 @@ absl::StatusOr<BenchDaemon> BenchDaemon::Start(Options options) {
   // become copy-on-write and the measurements after this do not pay for faults on them.
   const pid_t pid = ::vfork();
   if (pid < 0) return ErrnoStatus("vfork");
-  if (pid == 0) ExecDaemonChild(parent, dev_null.get(), d.log_.get(), options.binary.c_str(),
-                                c_argv.data());
-  d.pid_ = pid;
-
-  const MonoTime deadline = MonoNow() + options.ready_timeout;
-  for (;;) {
-    if (std::optional<int> status = TryReap(d.pid_)) {
-      d.pid_ = -1;
-      return absl::FailedPreconditionError(absl::StrCat(
-          "bench daemon ended at start-up (", DescribeWaitStatus(*status), "): ", d.Log()));
-    }
-    if (d.Request(ControlCommand::kStatus, absl::Milliseconds(200)).ok()) return d;
-    if (MonoNow() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("bench daemon did not answer within ",
-                       absl::FormatDuration(options.ready_timeout), ": ", d.Log()));
-    }
+  if (pid == 0) {
+    ExecDaemonChild(parent, dev_null.get(), d.log_.get(), ready_write.get(),
+                    options.binary.c_str(), c_argv.data());
   }
+  d.pid_ = pid;
+  ready_write.Reset();  // the daemon's copy is the only one: its exit reads as end of file
+
+  pollfd ready{ready_read.get(), POLLIN, 0};
+  const int timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(options.ready_timeout));
+  int polled;
+  do {
+    polled = ::poll(&ready, 1, timeout_ms);
+  } while (polled < 0 && errno == EINTR);
+  char byte = 0;
+  if (polled > 0 && ::read(ready_read.get(), &byte, 1) == 1 && byte == '\n') return d;
+  if (polled == 0) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("bench daemon not ready within ",
+                     absl::FormatDuration(options.ready_timeout), ": ", d.Log()));
+  }
+  std::optional<int> status = WaitFor(d.pid_, absl::Seconds(5));
+  if (status.has_value()) d.pid_ = -1;  // else dropping `d` stops it
+  return absl::FailedPreconditionError(
+      absl::StrCat("bench daemon ended at start-up (",
+                   status.has_value() ? DescribeWaitStatus(*status) : "still running", "): ",
+                   d.Log()));
 }
 
 BenchDaemon::BenchDaemon(BenchDaemon&& other) noexcept

@@ -34,8 +34,8 @@ class BenchDaemon {
     absl::Duration ready_timeout = absl::Seconds(10);
   };
 
-  // Starts the daemon and returns once it answers a `status` request (so everything it binds
-  // at start-up, the netlink socket included, is bound).
+  // Starts the daemon and returns once it says it serves (`--ready-fd`: everything it binds at
+  // start-up, the netlink socket included, is bound).
   static absl::StatusOr<BenchDaemon> Start(Options options);
 
   BenchDaemon(BenchDaemon&& other) noexcept;

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -10,12 +12,14 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/bench/bench_startup.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
+#include "hotplug/readiness.h"
 #include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -38,7 +42,13 @@ constexpr absl::string_view kDaemonUsage =
     "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
     "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
     "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
-    "  --log-kmsg                 log to /dev/kmsg (initramfs)\n";
+    "  --log-kmsg                 log to /dev/kmsg (initramfs)\n"
+    "  --ready-fd N               write a newline to fd N and close it once serving\n"
+    "  --daemonize, --daemon, -d  run in the background: exit 0 once the daemon serves, or\n"
+    "                             non-zero with its error (stdin/stdout to /dev/null, stderr\n"
+    "                             kept for the log)\n"
+    "Serving means the control socket (and netlink, when on) is bound: a request sent from then\n"
+    "on is answered. With NOTIFY_SOCKET set, READY=1 is sent there too (sd_notify).\n";
 
 }  // namespace
 
@@ -56,6 +66,8 @@ int DaemonCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
   LogLevel level = LogLevel::kNotice;
   LogSink sink = LogSink::kStderr;
+  std::optional<int> ready_fd;
+  bool daemonize = false;
   FlagReader flags("daemon", args);
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
@@ -104,6 +116,12 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--log-kmsg") {
         HOTRING_RETURN_IF_ERROR(flags.NoValue());
         sink = LogSink::kKmsg;
+      } else if (f == "--ready-fd") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT32_MAX));
+        ready_fd = static_cast<int>(n);
+      } else if (f == "--daemonize" || f == "--daemon" || f == "-d") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        daemonize = true;
       } else {
         return flags.Unknown();
       }
@@ -111,6 +129,23 @@ int DaemonCommand(const std::vector<std::string>& args) {
     return absl::OkStatus();
   };
   if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("daemon", parsed);
+  const char* notify_socket = std::getenv("NOTIFY_SOCKET");
+  absl::StatusOr<ReadinessNotifier> readiness =
+      ReadinessNotifier::Create(ready_fd, notify_socket != nullptr ? notify_socket : "");
+  if (!readiness.ok()) return ReportError("daemon", readiness.status());
+  ::unsetenv("NOTIFY_SOCKET");  // ours alone: nothing we start may report in our name
+  if (daemonize) {
+    // Before anything starts threads or creates an io_uring: only the child goes on.
+    absl::StatusOr<std::optional<int>> parent_exit = readiness->Daemonize();
+    if (!parent_exit.ok()) return ReportError("daemon", parent_exit.status());
+    if (parent_exit->has_value()) return **parent_exit;
+  }
+  // A start-up error goes to whoever waits for readiness: the --daemonize parent prints it.
+  auto fail = [&](const absl::Status& status) {
+    readiness->Failed(status.message());
+    if (daemonize) return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return ReportError("daemon", status);
+  };
   if (absl::Status logging = InitLogging(sink, level); !logging.ok()) {
     (void)InitLogging(LogSink::kStderr, level);
     LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
@@ -123,7 +158,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
         {.program = options.exec_program,
          .timeout = options.event_timeout,
          .kill_grace = options.kill_grace});
-    if (!exec.ok()) return ReportError("daemon", exec.status());
+    if (!exec.ok()) return fail(exec.status());
     links.push_back(std::move(*exec));
   }
   std::unique_ptr<Handler> handler;
@@ -134,9 +169,10 @@ int DaemonCommand(const std::vector<std::string>& args) {
   } else {
     handler = std::make_unique<HandlerChain>(std::move(links));
   }
+  options.on_ready = [&readiness] { readiness->Ready(); };
   absl::StatusOr<std::unique_ptr<Daemon>> daemon =
       Daemon::Create(std::move(options), std::move(handler));
-  if (!daemon.ok()) return ReportError("daemon", daemon.status());
+  if (!daemon.ok()) return fail(daemon.status());
   const absl::Status run = (*daemon)->Run();
   if (!run.ok()) return ReportError("daemon", run);
   return 0;
@@ -190,11 +226,14 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
   return 2;
 }
 
-bool IsHotplugBench(const std::string& name) { return name == "events" || name == "coldplug"; }
+bool IsHotplugBench(const std::string& name) {
+  return name == "events" || name == "coldplug" || name == "startup";
+}
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   if (name == "events") return BenchEventsCommand(args);
   if (name == "coldplug") return BenchColdplugCommand(args);
+  if (name == "startup") return BenchStartupCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

@@ -1,5 +1,5 @@
 // The hotplug subcommands of the hotring binary: daemon, send, settle, control, trigger,
-// monitor, and the pipeline benchmarks (bench events, bench coldplug).
+// monitor, and the pipeline benchmarks (bench events, bench coldplug, bench startup).
 #ifndef HOTRING_HOTPLUG_CLI_H_
 #define HOTRING_HOTPLUG_CLI_H_
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "hotplug/retry_schedule.h"
 #include "io/ops.h"
 #include "io/socket.h"
 
@@ -52,6 +53,13 @@ absl::Status ControlClient::Send(const WireMessage& message) {
   return ErrnoStatus(absl::StrCat("sendto(", name_, ")"), err);
 }
 
+absl::StatusOr<SendOutcome> OutcomeOf(const absl::Status& sent) {
+  if (sent.ok()) return SendOutcome::kQueued;
+  if (sent.code() == absl::StatusCode::kUnavailable) return SendOutcome::kNoDaemon;
+  if (sent.code() == absl::StatusCode::kResourceExhausted) return SendOutcome::kQueueFull;
+  return sent;
+}
+
 bool ControlClient::FromDaemon(const io::ReceivedMessage& message) const {
   if (message.peer.length != daemon_.length ||
       std::memcmp(&message.peer.storage, &daemon_.storage, daemon_.length) != 0) {
@@ -89,23 +97,26 @@ Task<absl::StatusOr<WireMessage>> ControlClient::Request(io::Reactor& reactor,
                                                          WireMessage request,
                                                          absl::Duration timeout,
                                                          absl::Duration retransmit) {
-  const MonoTime deadline = MonoNow() + timeout;
+  RetrySchedule schedule({.timeout = timeout, .retransmit = retransmit}, MonoNow());
   absl::Status last = absl::DeadlineExceededError(absl::StrCat("no reply from ", name_));
-  absl::Duration backoff = absl::Milliseconds(1);
   for (;;) {
-    const absl::Duration left = Since(MonoNow(), deadline);
-    if (left <= absl::ZeroDuration()) co_return last;
+    if (schedule.Left(MonoNow()) <= absl::ZeroDuration()) co_return last;
     const absl::Status sent = Send(request);
-    if (sent.code() == absl::StatusCode::kResourceExhausted) {
-      last = sent;
-      (void)co_await io::Sleep(reactor, std::min(backoff, left));
-      backoff = std::min(backoff * 2, absl::Milliseconds(100));
-      continue;
+    const absl::StatusOr<SendOutcome> outcome = OutcomeOf(sent);
+    if (!outcome.ok()) co_return outcome.status();
+    // What to report if the deadline passes before a reply: the last thing that went wrong.
+    last = sent.ok() ? absl::DeadlineExceededError(absl::StrCat("no reply from ", name_)) : sent;
+    const RetryStep step = schedule.After(*outcome, MonoNow());
+    switch (step.kind) {
+      case RetryStep::Kind::kGiveUp:
+        co_return last;
+      case RetryStep::Kind::kSleep:
+        (void)co_await io::Sleep(reactor, step.wait);
+        continue;
+      case RetryStep::Kind::kAwaitReply:
+        break;
     }
-    if (!sent.ok() && sent.code() != absl::StatusCode::kUnavailable) co_return sent;
-    if (!sent.ok()) last = sent;
-    absl::StatusOr<WireMessage> reply =
-        co_await Receive(reactor, request.cookie, std::min(left, retransmit));
+    absl::StatusOr<WireMessage> reply = co_await Receive(reactor, request.cookie, step.wait);
     if (reply.ok()) co_return reply;
     if (reply.status().code() != absl::StatusCode::kDeadlineExceeded) co_return reply.status();
   }

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "core/task.h"
 #include "core/unique_fd.h"
+#include "hotplug/retry_schedule.h"
 #include "hotplug/wire.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -35,9 +36,10 @@ class ControlClient {
   Task<absl::StatusOr<WireMessage>> Receive(io::Reactor& reactor, uint32_t cookie,
                                             absl::Duration timeout);
 
-  // Sends `request` and waits for its reply, sending it again every `retransmit` (and whenever
-  // the daemon was absent) until `timeout`. A full queue is retried after a short backoff
-  // (1 ms, doubling up to 100 ms), not after `retransmit`: a busy daemon is not a lost reply.
+  // Sends `request` and waits for its reply until `timeout`, on a RetrySchedule: after a send
+  // the kernel queued, it waits up to `retransmit` for the reply and then sends again; after a
+  // send that reached no daemon (none bound yet, or its queue full) it sends again after a
+  // short backoff (1 ms, doubling up to 50 ms), since nothing can answer that datagram.
   Task<absl::StatusOr<WireMessage>> Request(io::Reactor& reactor, WireMessage request,
                                             absl::Duration timeout, absl::Duration retransmit);
 
@@ -52,6 +54,10 @@ class ControlClient {
   io::SocketAddress daemon_;
   UniqueFd fd_;
 };
+
+// How a ControlClient::Send status maps onto the retry schedule: queued, no daemon, queue
+// full; any other error is returned as it is (it will not go away by sending again).
+absl::StatusOr<SendOutcome> OutcomeOf(const absl::Status& sent);
 
 // One control request, one reply, on a reactor of its own (for the tools).
 absl::StatusOr<ControlReply> Ask(absl::string_view socket, ControlRequest request,

@@ -191,6 +191,7 @@ Task<absl::Status> Daemon::Main() {
             options_.socket, handler_->Name(), scheduler_.children_max(),
             absl::FormatDuration(options_.reorder_timeout),
             netlink_fd_.valid() ? ", kernel uevents on" : "");
+  if (options_.on_ready) options_.on_ready();
   while (!stopping_) co_await stop_.Wait();
   // No more input; finish everything already accepted, held events included.
   services_.CancelAll();

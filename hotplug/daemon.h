@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,8 @@ struct DaemonOptions {
   bool netlink_trust_userspace = false;  // tests in a private network namespace only
   std::string sysfs_root = "/sys";       // the ENOBUFS resync walks this tree
   uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off
+  // Called once when the daemon serves (sockets bound, reactor about to run): readiness.
+  std::function<void()> on_ready;
 };
 
 // Counters reported by `hotring control status`.

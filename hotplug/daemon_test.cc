@@ -1,6 +1,7 @@
 // End-to-end tests of `hotring daemon` with the real binary: events sent over the control
 // socket, a recording handler (testing/record_handler.cc) that logs what ran when, and
 // assertions on what actually happened.
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -499,6 +500,96 @@ TEST(DaemonTest, UeventHelperStartsTheDaemonAndDeliversTheEvent) {
   EXPECT_EQ(exit->exit_code, 0) << exit->err;
   ::unlink(helper.c_str());
   ::rmdir(dir.c_str());
+}
+
+// Sends an empty datagram to `name` at once: true if it was queued (the name is bound, so a
+// request sent now is read; the daemon drops this one as truncated), false if nobody has it.
+bool ProbeBound(const std::string& name) {
+  absl::StatusOr<io::SocketAddress> address = io::UnixAddress(name);
+  absl::StatusOr<UniqueFd> fd = io::UnixSocket(SOCK_DGRAM);
+  if (!address.ok() || !fd.ok()) return false;
+  return ::sendto(fd->get(), "", 0, MSG_DONTWAIT, address->get(), address->length) == 0;
+}
+
+// --daemonize (and its aliases): the parent's exit 0 means the daemon already serves, so the
+// very first request is queued and read without any retry loop in the caller.
+TEST(DaemonTest, DaemonizeExitsOnceTheDaemonServes) {
+  for (const char* flag : {"--daemonize", "--daemon", "-d"}) {
+    const std::string socket = absl::StrCat("@hotring-daemonize-test-", ::getpid(), flag);
+    absl::StatusOr<CommandResult> started =
+        RunHotring({"daemon", "--no-netlink", "--socket", socket, flag}, {}, absl::Seconds(20));
+    ASSERT_TRUE(started.ok());
+    ASSERT_EQ(started->exit_code, 0) << flag << ": " << started->err;
+    EXPECT_TRUE(ProbeBound(socket)) << flag << ": exited 0 before the socket was bound";
+    absl::StatusOr<CommandResult> status =
+        RunHotring({"control", "status", "--socket", socket});
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status->exit_code, 0) << flag << ": " << status->err;
+    EXPECT_NE(status->out.find("dropped_truncated 1"), std::string::npos) << status->out;
+    absl::StatusOr<CommandResult> exit = RunHotring({"control", "exit", "--socket", socket});
+    ASSERT_TRUE(exit.ok());
+    EXPECT_EQ(exit->exit_code, 0) << exit->err;
+  }
+}
+
+// A daemonized start that fails reports the child's error and exit code from the parent.
+TEST(DaemonTest, DaemonizeReportsTheChildsError) {
+  DaemonProcess daemon = StartDaemon({});
+  absl::StatusOr<CommandResult> second = RunHotring(
+      {"daemon", "--no-netlink", "--socket", daemon.socket(), "--daemonize"}, {},
+      absl::Seconds(20));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->exit_code, 1);
+  EXPECT_NE(second->err.find("hotring daemon: socket " + daemon.socket() + " is already in use"),
+            std::string::npos)
+      << second->err;
+  // A bad --exec is found in the child (after the fork): still a usage error, exit 2.
+  absl::StatusOr<CommandResult> bad = RunHotring(
+      {"daemon", "--no-netlink", "--socket", "@hotring-daemonize-bad", "-d", "--exec", "rel"},
+      {}, absl::Seconds(20));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->exit_code, 2) << bad->err;
+  EXPECT_NE(bad->err.find("--exec needs an absolute path"), std::string::npos) << bad->err;
+  EXPECT_EQ(Status(daemon)["received"], 0u);  // the first daemon is untouched
+}
+
+TEST(DaemonTest, ReadyFdMustBeOpen) {
+  absl::StatusOr<CommandResult> r =
+      RunHotring({"daemon", "--no-netlink", "--socket", "@hotring-ready-fd-bad", "--ready-fd",
+                  "77"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_NE(r->err.find("--ready-fd 77: not an open file descriptor"), std::string::npos)
+      << r->err;
+}
+
+// sd_notify: with NOTIFY_SOCKET set (here an abstract name), READY=1 arrives there, and only
+// once the daemon serves: a status request sent right after it is answered.
+TEST(DaemonTest, NotifySocketGetsReadyOnceTheDaemonServes) {
+  const std::string notify = absl::StrCat("@hotring-notify-e2e-", ::getpid());
+  absl::StatusOr<UniqueFd> manager = io::BindUnix(SOCK_DGRAM, notify);
+  ASSERT_TRUE(manager.ok()) << manager.status();
+  const std::string socket = absl::StrCat("@hotring-notify-daemon-", ::getpid());
+  absl::StatusOr<BackgroundCommand> daemon = BackgroundCommand::Start(
+      {testing::HotringBinary(), "daemon", "--no-netlink", "--socket", socket},
+      {absl::StrCat("NOTIFY_SOCKET=", notify)});
+  ASSERT_TRUE(daemon.ok());
+  pollfd p{manager->get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << daemon->ErrSoFar();
+  char buffer[64];
+  const ssize_t n = ::recv(manager->get(), buffer, sizeof(buffer), 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buffer, static_cast<size_t>(n)), "READY=1");
+  EXPECT_TRUE(ProbeBound(socket)) << "READY=1 before the socket was bound";
+  absl::StatusOr<CommandResult> status = RunHotring({"control", "status", "--socket", socket});
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->exit_code, 0) << status->err;
+  EXPECT_NE(status->out.find("dropped_truncated 1"), std::string::npos) << status->out;
+  absl::StatusOr<CommandResult> exit = RunHotring({"control", "exit", "--socket", socket});
+  ASSERT_TRUE(exit.ok());
+  absl::StatusOr<CommandResult> done = daemon->Wait(absl::Seconds(20));
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code, 0) << done->err;
 }
 
 TEST(DaemonTest, BadArgumentsAreAClearError) {

@@ -3,6 +3,7 @@
 // it was handled. With --autostart (the default as `hotring-send`) a missing daemon is started,
 // as udevsend did.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,8 +19,10 @@
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
+#include "hotplug/retry_schedule.h"
 #include "hotplug/wire.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -136,10 +139,17 @@ absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions&
   return absl::OkStatus();
 }
 
-// Starts `hotring daemon --socket S ARGS...` detached (double fork, new session), so it
-// outlives this sender (often a short-lived kernel helper).
-absl::Status StartDaemon(const SendOptions& options) {
-  std::vector<std::string> argv = {"hotring", "daemon", "--socket", options.socket};
+// Starts `hotring daemon --socket S --ready-fd N ARGS...` detached (double fork, new session),
+// so it outlives this sender (often a short-lived kernel helper). Returns the read end of its
+// readiness pipe: a newline once the daemon serves, end of file if it gave up (another daemon
+// won the race for the socket, or it failed and said why on stderr).
+absl::StatusOr<UniqueFd> StartDaemon(const SendOptions& options) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
+  UniqueFd ready_read(pipe_fds[0]);
+  UniqueFd ready_write(pipe_fds[1]);
+  std::vector<std::string> argv = {"hotring",    "daemon", "--socket", options.socket,
+                                   "--ready-fd", absl::StrCat(ready_write.get())};
   argv.insert(argv.end(), options.daemon_args.begin(), options.daemon_args.end());
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
@@ -155,13 +165,15 @@ absl::Status StartDaemon(const SendOptions& options) {
       ::dup2(null, 1);
       // stderr stays: under a kernel helper it is already /dev/null; a shell sees the log.
     }
+    ::fcntl(ready_write.get(), F_SETFD, 0);  // the one fd the daemon inherits on purpose
     ::execv("/proc/self/exe", cargv.data());
     ::_exit(127);
   }
+  ready_write.Reset();  // only the daemon holds it now, so its exit reads as end of file
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return absl::OkStatus();
+  return ready_read;
 }
 
 // Exit code: 0 handled (or a duplicate of a handled event), 1 failed or no daemon.
@@ -172,44 +184,53 @@ Task<int> Send(io::Reactor& reactor, ControlClient& client, const SendOptions& o
                                 ? absl::StrCat("SEQNUM=", *event.seqnum, " ", event.devpath)
                                 : event.devpath;
   const WireMessage message = EventMessage(event, cookie, options.wait);
-  const MonoTime deadline =
-      MonoNow() + (options.wait ? std::max(options.wait_timeout, options.connect_timeout)
-                                : options.connect_timeout);
-  absl::Duration backoff = absl::Milliseconds(10);
-  absl::Duration retransmit = absl::Milliseconds(500);
+  // Acks are retransmitted for: waits start at 500 ms and double up to 4 s, since a handler
+  // may legitimately take long. A send that reached no daemon is retried after 1 ms, doubling
+  // up to 50 ms (RetrySchedule), so a daemon that is starting is reached as soon as it binds.
+  RetrySchedule schedule(
+      {.timeout = options.wait ? std::max(options.wait_timeout, options.connect_timeout)
+                               : options.connect_timeout,
+       .retransmit = absl::Milliseconds(500),
+       .max_retransmit = absl::Seconds(4)},
+      MonoNow());
   bool started = false;
   bool queue_full = false;  // the last send found the daemon's queue full
   for (;;) {
-    const absl::Duration left = Since(MonoNow(), deadline);
-    if (left <= absl::ZeroDuration()) break;
+    if (schedule.Left(MonoNow()) <= absl::ZeroDuration()) break;
     const absl::Status sent = client.Send(message);
-    if (!sent.ok()) {
-      const bool no_daemon = sent.code() == absl::StatusCode::kUnavailable;
-      if (!no_daemon && sent.code() != absl::StatusCode::kResourceExhausted) {
-        std::fprintf(stderr, "hotring send: %s\n", std::string(sent.message()).c_str());
-        co_return 1;
+    const absl::StatusOr<SendOutcome> outcome = OutcomeOf(sent);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "hotring send: %s\n", std::string(sent.message()).c_str());
+      co_return 1;
+    }
+    queue_full = *outcome == SendOutcome::kQueueFull;
+    if (*outcome == SendOutcome::kNoDaemon && options.autostart && !started) {
+      started = true;
+      absl::StatusOr<UniqueFd> ready = StartDaemon(options);
+      if (!ready.ok()) {
+        std::fprintf(stderr, "hotring send: cannot start daemon: %s\n",
+                     std::string(ready.status().message()).c_str());
+      } else {
+        // Its word, not a poll of its socket: then send at once (or retry as usual if it gave
+        // up; a daemon started by a concurrent sender may be the one that answers).
+        (void)co_await io::Poll(reactor, ready->get(), POLLIN)
+            .WithTimeout(std::max(schedule.Left(MonoNow()), absl::Milliseconds(1)));
+        continue;
       }
-      queue_full = !no_daemon;
-      if (no_daemon && options.autostart && !started) {
-        started = true;
-        if (const absl::Status s = StartDaemon(options); !s.ok()) {
-          std::fprintf(stderr, "hotring send: cannot start daemon: %s\n",
-                       std::string(s.message()).c_str());
-        }
-      }
-      (void)co_await io::Sleep(reactor, std::min(backoff, left));
-      backoff = std::min(backoff * 2, absl::Milliseconds(500));
+    }
+    if (*outcome == SendOutcome::kQueued && !options.wait) co_return 0;
+    const RetryStep step = schedule.After(*outcome, MonoNow());
+    if (step.kind == RetryStep::Kind::kGiveUp) break;
+    if (step.kind == RetryStep::Kind::kSleep) {
+      (void)co_await io::Sleep(reactor, step.wait);
       continue;
     }
-    if (!options.wait) co_return 0;
-    absl::StatusOr<WireMessage> reply =
-        co_await client.Receive(reactor, cookie, std::min(retransmit, left));
+    absl::StatusOr<WireMessage> reply = co_await client.Receive(reactor, cookie, step.wait);
     if (!reply.ok()) {
       if (reply.status().code() != absl::StatusCode::kDeadlineExceeded) {
         std::fprintf(stderr, "hotring send: %s\n", std::string(reply.status().message()).c_str());
         co_return 1;
       }
-      retransmit = std::min(retransmit * 2, absl::Seconds(4));
       continue;  // retransmit: the daemon drops the copy by SEQNUM but acks it
     }
     absl::StatusOr<Ack> ack = AckFromMessage(*reply);

@@ -33,10 +33,10 @@ absl::StatusOr<std::shared_ptr<BufferRing>> BufferRing::Create(Reactor& reactor,
   if (ret < 0) return ErrnoStatus("io_uring_register_buf_ring", -ret);
   ring->registered_ = true;
   io_uring_buf_ring_init(ring->ring_);
-  ring->storage_.resize(static_cast<size_t>(count) * size);
+  ring->storage_ = std::unique_ptr<char[]>(new char[static_cast<size_t>(count) * size]);
   const int mask = io_uring_buf_ring_mask(count);
   for (uint16_t i = 0; i < count; ++i) {
-    io_uring_buf_ring_add(ring->ring_, ring->storage_.data() + static_cast<size_t>(i) * size,
+    io_uring_buf_ring_add(ring->ring_, ring->storage_.get() + static_cast<size_t>(i) * size,
                           size, i, mask, i);
   }
   io_uring_buf_ring_advance(ring->ring_, count);
@@ -53,7 +53,7 @@ BufferRing::~BufferRing() {
 }
 
 absl::Span<char> BufferRing::Data(uint16_t buffer_id) {
-  return absl::Span<char>(storage_.data() + static_cast<size_t>(buffer_id) * size_, size_);
+  return absl::Span<char>(storage_.get() + static_cast<size_t>(buffer_id) * size_, size_);
 }
 
 void BufferRing::Recycle(uint16_t buffer_id) {

@@ -1,6 +1,7 @@
 #include "testing/daemon_fixture.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -165,39 +166,52 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
     HOTRING_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir("hotring_daemon"));
     options.log_path = dir + "/daemon.log";
   }
-  std::vector<std::string> args = {HotringBinary(), "daemon", "--socket", options.socket};
+  // The daemon says when it serves (--ready-fd): a newline on this pipe, or end of file when
+  // it gave up. No polling of its socket.
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
+  const int ready_read = ready_pipe[0];
+  const int ready_write = ready_pipe[1];
+  std::vector<std::string> args = {HotringBinary(), "daemon", "--socket", options.socket,
+                                   "--ready-fd", absl::StrCat(ready_write)};
   if (!options.netlink) args.push_back("--no-netlink");
   args.insert(args.end(), options.args.begin(), options.args.end());
   std::vector<char*> cargs = CStrings(args);
   const pid_t pid = ::fork();
-  if (pid < 0) return ErrnoStatus("fork");
+  if (pid < 0) {
+    ::close(ready_read);
+    ::close(ready_write);
+    return ErrnoStatus("fork");
+  }
   if (pid == 0) {
     const int log = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     const int in = ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     ::dup2(log, 1);
     ::dup2(log, 2);
+    ::fcntl(ready_write, F_SETFD, 0);  // the one descriptor the daemon inherits on purpose
     ::execv(cargs[0], cargs.data());
     ::_exit(127);
   }
+  ::close(ready_write);  // the daemon's copy is the only one: its exit reads as end of file
   DaemonProcess daemon(pid, options.socket, options.log_path);
-  // Ready once it answers.
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  for (;;) {
-    int status;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      daemon.pid_ = -1;
-      return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status), ": ",
-                                              daemon.Log()));
-    }
-    absl::StatusOr<CommandResult> r =
-        RunHotring({"control", "status", "--socket", options.socket, "--timeout", "1"});
-    if (r.ok() && r->exit_code == 0) return daemon;
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("daemon not ready: ", daemon.Log()));
-    }
-    ::usleep(20000);
+  pollfd ready{ready_read, POLLIN, 0};
+  int polled;
+  do {
+    polled = ::poll(&ready, 1, 20'000);
+  } while (polled < 0 && errno == EINTR);
+  char byte = 0;
+  const ssize_t n = polled > 0 ? ::read(ready_read, &byte, 1) : -1;
+  ::close(ready_read);
+  if (n == 1 && byte == '\n') return daemon;
+  if (polled == 0) {
+    return absl::DeadlineExceededError(absl::StrCat("daemon not ready after 20 s: ", daemon.Log()));
   }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  daemon.pid_ = -1;
+  return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status),
+                                          " before it was ready: ", daemon.Log()));
 }
 
 DaemonProcess::DaemonProcess(DaemonProcess&& other) noexcept

@@ -78,7 +78,8 @@ class DaemonProcess {
     std::string log_path;            // daemon stderr; empty: a file in a temp dir
   };
 
-  // Starts the daemon and waits until it answers `control status`.
+  // Starts the daemon and waits until it says it serves (`daemon --ready-fd`): its sockets are
+  // bound, so any request from here on is answered. An error (with the log) if it exits first.
   static absl::StatusOr<DaemonProcess> Start(Options options);
 
   DaemonProcess(DaemonProcess&& other) noexcept;

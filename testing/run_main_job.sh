@@ -53,23 +53,27 @@ fi
 : >"$work/events.log"
 
 echo "== hotring daemon: kernel uevents on, --exec $handler, socket $socket"
-"$bin" daemon --socket "$socket" --exec "$handler" 2>"$work/daemon.log" &
+# No polling for the daemon: it writes a newline on fd 3 (--ready-fd) once its sockets are bound
+# and it serves, or closes fd 3 without one when it gives up (another daemon on $socket?). A
+# watchdog stops a daemon that has said neither after 30 s, which also ends the read.
+mkfifo "$work/ready"
+"$bin" daemon --socket "$socket" --exec "$handler" --ready-fd 3 3>"$work/ready" 2>"$work/daemon.log" &
 daemon_pid=$!
-tries=0
-until "$bin" control status --socket "$socket" --timeout 0.2 >/dev/null 2>&1; do
-  tries=$((tries + 1))
-  if ! kill -0 "$daemon_pid" 2>/dev/null || [ "$tries" -ge 100 ]; then
-    echo "run_main_job: the daemon did not start:" >&2
-    cat "$work/daemon.log" >&2
-    exit 1
-  fi
-  sleep 0.1
-done
-if ! kill -0 "$daemon_pid" 2>/dev/null; then
-  echo "run_main_job: the daemon exited (another one on $socket?):" >&2
+(
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+  sleep 30 &
+  sleeper=$!
+  wait "$sleeper" && kill -TERM "$daemon_pid" 2>/dev/null
+) &
+watchdog_pid=$!
+if ! read -r _ <"$work/ready"; then
+  kill "$watchdog_pid" 2>/dev/null || true
+  echo "run_main_job: the daemon did not start:" >&2
   cat "$work/daemon.log" >&2
   exit 1
 fi
+kill "$watchdog_pid" 2>/dev/null || true
+wait "$watchdog_pid" 2>/dev/null || true
 
 echo "== hotring trigger --action change --settle"
 trigger_status=0
