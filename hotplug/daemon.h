@@ -25,9 +25,11 @@
 #include "core/unique_fd.h"
 #include "hotplug/drop_reason.h"
 #include "hotplug/event.h"
+#include "hotplug/handled_devices.h"
 #include "hotplug/handler.h"
 #include "hotplug/reorderer.h"
 #include "hotplug/scheduler.h"
+#include "hotplug/timeline.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"
@@ -55,6 +57,11 @@ struct DaemonOptions {
   bool netlink_trust_userspace = false;  // tests in a private network namespace only
   std::string sysfs_root = "/sys";       // the ENOBUFS resync walks this tree
   uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off
+  // `settle --for` and `report`.
+  std::string record_timeline;           // --record-timeline FILE; empty: memory only
+  size_t timeline_keep = 8192;           // timeline lines kept for `report` (0: none)
+  size_t handled_devices_max = 4096;     // handled devices remembered for `settle --for`
+  std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
 // Counters reported by `hotring control status`.
@@ -73,6 +80,7 @@ struct DaemonCounters {
   uint64_t resync_events = 0;     // add events synthesized by them
   uint64_t monitor_drops = 0;     // monitor datagrams that could not be queued
   uint64_t reply_failures = 0;    // acks/replies the kernel refused to queue
+  uint64_t probe_errors = 0;      // LABEL/UUID probes that failed or found a malformed superblock
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
@@ -98,7 +106,13 @@ class Daemon {
     Event event;
     std::vector<AckTarget> acks;
     MonoTime released_at;
+    std::optional<MonoTime> started_at;  // set once the handler runs
     uint32_t cookie = 0;  // SEQNUM-less events sent with an ack request
+  };
+  // A `settle --for` request waiting for its devices.
+  struct DeviceSettler {
+    AckTarget target;
+    SettleWaiter waiter;
   };
   struct Monitor {
     io::SocketAddress address;
@@ -134,6 +148,21 @@ class Daemon {
   void FinishEvent(uint64_t id, const HandlerResult& result);
   void CheckIdle();
   void AnswerSettlers();
+  // `settle --for`: answered at once when recorded devices already satisfy it, else kept.
+  void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
+  // A device was handled: tell the `settle --for` requests.
+  void OfferToDeviceSettlers(HandledDevice& device);
+  // Reads the device's superblock for LABEL/UUID (once per handling).
+  void Probe(HandledDevice& device);
+  [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;
+  [[nodiscard]] ControlReply TimelineReply(const ControlRequest& request) const;
+  // The first few failures get a line each; the rest are counted in the settle summary.
+  void LogFailure(const std::string& line);
+  // The line written when coldplug (or a later burst) settles.
+  void LogBurstSummary();
+  [[nodiscard]] uint64_t ModulesLoaded() const;
+  // An event was accepted at `now`: starts a burst if none is running.
+  void NoteReceived(MonoTime now);
   // True while the netlink socket holds a datagram the daemon has not read yet.
   [[nodiscard]] bool NetlinkUnread() const;
   void Resync();
@@ -174,6 +203,16 @@ class Daemon {
   std::deque<uint32_t> cookie_order_;
   std::vector<Monitor> monitors_;
   std::vector<AckTarget> settlers_;
+  std::vector<DeviceSettler> device_settlers_;
+  HandledDevices handled_devices_;
+  TimelineRecorder timeline_;
+  // The current burst of events (coldplug first): since its first event, until settled.
+  std::optional<MonoTime> burst_start_;
+  uint64_t burst_received_base_ = 0;
+  uint64_t burst_modules_base_ = 0;
+  uint64_t burst_failed_base_ = 0;
+  bool coldplug_reported_ = false;
+  uint64_t failure_lines_ = 0;
   bool pumping_ = false;
   bool pump_again_ = false;
   bool stopping_ = false;

@@ -47,6 +47,17 @@ void HandlerChain::AppendCounters(std::vector<std::pair<std::string, uint64_t>>&
   for (const std::unique_ptr<Handler>& link : links_) link->AppendCounters(out);
 }
 
+std::string HandlerChain::Describe(const Event& event) const {
+  std::string out;
+  for (const std::unique_ptr<Handler>& link : links_) {
+    const std::string what = link->Describe(event);
+    if (what.empty()) continue;
+    if (!out.empty()) out += "; ";
+    out += what;
+  }
+  return out;
+}
+
 Task<HandlerResult> NullHandler::Handle(io::Reactor& reactor, const Event& event) {
   co_return HandlerResult{};
 }
@@ -61,6 +72,13 @@ absl::StatusOr<std::unique_ptr<ExecHandler>> ExecHandler::Create(Options options
   }
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
   return std::unique_ptr<ExecHandler>(new ExecHandler(std::move(options), std::move(spawner)));
+}
+
+std::string ExecHandler::Describe(const Event& event) const {
+  const auto it = running_.find(&event);
+  if (it == running_.end()) return "";
+  return absl::StrCat("exec pid ", it->second, ": ", options_.program, " ",
+                      event.subsystem.substr(0, 64));
 }
 
 Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event) {
@@ -80,6 +98,13 @@ Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event
   request.label = EventLabel(event);
   request.timeout = options_.timeout;
   request.kill_grace = options_.kill_grace;
+  request.on_started = [this, &event](pid_t pid) { running_[&event] = pid; };
+  // Forgets the child however Handle ends (a dropped task included).
+  struct Forget {
+    absl::flat_hash_map<const Event*, pid_t>& running;
+    const Event* event;
+    ~Forget() { running.erase(event); }
+  } forget{running_, &event};
   absl::StatusOr<SpawnResult> run = co_await spawner_->Run(reactor, std::move(request));
   HandlerResult result;
   if (!run.ok()) {
