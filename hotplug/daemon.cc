@@ -180,6 +180,7 @@ absl::Status Daemon::Init() {
   if (!options_.record_timeline.empty()) {
     HOTRING_RETURN_IF_ERROR(timeline_.OpenFile(options_.record_timeline));
   }
+  handler_->SetStepRecorder(this);
   counters_.dropped["not_kernel"] = 0;
   counters_.dropped["not_root"] = 0;
   return absl::OkStatus();
@@ -900,6 +901,10 @@ void Daemon::Resync() {
 }
 
 // ---- settle --for, pending, timeline, summaries ----
+
+void Daemon::Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) {
+  timeline_.Step(MonoNow(), event, took, what, ok);
+}
 
 void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& from) {
   ControlReply reply;

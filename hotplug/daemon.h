@@ -84,7 +84,8 @@ struct DaemonCounters {
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
-class Daemon {
+// Also the handler stages' StepRecorder: their steps (module loads) go to the timeline.
+class Daemon : private StepRecorder {
  public:
   // Binds the sockets (the control socket bind is the lock against a second daemon) and
   // prepares everything; nothing runs until Run().
@@ -121,6 +122,7 @@ class Daemon {
 
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
+  void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override;
   Task<absl::Status> Main();
   Task<void> ReceiveControl();
   Task<void> ReceiveNetlink();

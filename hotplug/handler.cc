@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "core/status.h"
 
 namespace hotring::hotplug {
@@ -70,7 +73,22 @@ absl::StatusOr<std::unique_ptr<ExecHandler>> ExecHandler::Create(Options options
   if (::access(options.program.c_str(), X_OK) != 0) {
     return ErrnoStatus(absl::StrCat("access(", options.program, ", X_OK)"));
   }
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
+  Spawner::Options spawner_options;
+  // A handler that complains on every event must not flood a rate-limited kmsg: the first few
+  // stderr lines are warnings, later ones info (stdout is info from the start).
+  spawner_options.line_sink = [stderr_lines = std::make_shared<uint64_t>(0)](
+                                  const OutputLine& line) {
+    constexpr uint64_t kWarned = 5;
+    const absl::string_view mark = line.truncated ? " [truncated]" : "";
+    if (line.stream == OutputStream::kStderr && ++*stderr_lines <= kWarned) {
+      LogWarning("%s %s[%d]: %s%s%s", line.label, line.program, line.pid, line.text, mark,
+                 *stderr_lines == kWarned ? " (further handler stderr lines: info level)" : "");
+    } else {
+      LogInfo("%s %s[%d]: %s%s", line.label, line.program, line.pid, line.text, mark);
+    }
+  };
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner,
+                           Spawner::Create(std::move(spawner_options)));
   return std::unique_ptr<ExecHandler>(new ExecHandler(std::move(options), std::move(spawner)));
 }
 

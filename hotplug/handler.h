@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/task.h"
 #include "hotplug/event.h"
@@ -27,6 +28,16 @@ struct HandlerResult {
   HandlerOutcome outcome = HandlerOutcome::kHandled;
   bool killed = false;  // a child had to be SIGKILLed
   std::string detail;   // for the log: "exit 3", "signal 11", "exec: No such file", ...
+};
+
+// Where a stage reports a step of handling an event that deserves its own row in `hotring
+// report` (a module load): what it was, how long it took, whether it worked. The daemon's
+// timeline implements it.
+class StepRecorder {
+ public:
+  virtual ~StepRecorder() = default;
+  // `what`: one word, e.g. the module's name (spaces become '_').
+  virtual void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) = 0;
 };
 
 // Handles events. Implementations own whatever they need (a Spawner, parsed rules).
@@ -47,6 +58,9 @@ class Handler {
   // pending events: "exec pid 42: /lib/hotring/handler block", "loading virtio_blk". Empty:
   // nothing to say. Bounded: a few hundred bytes.
   [[nodiscard]] virtual std::string Describe(const Event& event) const { return ""; }
+  // Gives the stage a place to report steps (borrowed: it outlives the handler's use of it;
+  // null: none). The default reports nothing.
+  virtual void SetStepRecorder(StepRecorder* recorder) {}
 };
 
 // The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
@@ -64,6 +78,9 @@ class HandlerChain final : public Handler {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
   // The descriptions of the links that have something to say, joined by "; ".
   [[nodiscard]] std::string Describe(const Event& event) const override;
+  void SetStepRecorder(StepRecorder* recorder) override {
+    for (const std::unique_ptr<Handler>& link : links_) link->SetStepRecorder(recorder);
+  }
   [[nodiscard]] bool empty() const { return links_.empty(); }
 
  private:

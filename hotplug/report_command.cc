@@ -106,7 +106,12 @@ int ReportCommand(const std::vector<std::string>& args) {
   std::fputs(report::FormatReport(*timeline, summary).c_str(), stdout);
   if (!svg_file.empty()) {
     report::SvgOptions options;
-    options.title = from_file.empty() ? "hotring timeline" : absl::StrCat("hotring timeline of ", from_file);
+    const size_t slash = from_file.rfind('/');
+    options.title = from_file.empty() ? "hotring timeline"
+                                      : absl::StrCat("hotring timeline of ",
+                                                     slash == std::string::npos
+                                                         ? from_file
+                                                         : from_file.substr(slash + 1));
     const std::string svg = report::RenderSvg(*timeline, options);
     std::ofstream out(svg_file, std::ios::binary | std::ios::trunc);
     out << svg;

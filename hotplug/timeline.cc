@@ -76,11 +76,15 @@ void TimelineRecorder::Gap(MonoTime t, uint64_t first, uint64_t last, absl::stri
   AddLine(absl::StrCat("G ", Micros(t), " ", first, " ", last, " ", why));
 }
 
-void TimelineRecorder::Module(MonoTime t, uint64_t id, absl::Duration took,
-                              absl::string_view module, bool ok) {
+void TimelineRecorder::Step(MonoTime t, const Event& event, absl::Duration took,
+                            absl::string_view what, bool ok) {
   if (!enabled()) return;
-  AddLine(absl::StrCat("M ", Micros(t), " ", id, " ", absl::ToInt64Microseconds(took), " ",
-                   OrDash(module), " ", ok ? "ok" : "error"));
+  std::string word(OrDash(what.substr(0, 128)));
+  for (char& c : word) {
+    if (c <= ' ' || c > '~') c = '_';
+  }
+  AddLine(absl::StrCat("M ", Micros(t), " ", Seqnum(event), " ", absl::ToInt64Microseconds(took),
+                       " ", word, " ", ok ? "ok" : "error"));
 }
 
 absl::Status TimelineRecorder::Flush() {

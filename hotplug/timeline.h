@@ -50,8 +50,9 @@ class TimelineRecorder {
   void Handled(MonoTime t, uint64_t id, absl::string_view result);
   // G <t_us> <first> <last> <why>            (SEQNUMs given up; why: timeout|overflow|stopping)
   void Gap(MonoTime t, uint64_t first, uint64_t last, absl::string_view why);
-  // M <t_us> <id> <duration_us> <module> <ok|error>   (a module load that ended at t)
-  void Module(MonoTime t, uint64_t id, absl::Duration took, absl::string_view module, bool ok);
+  // M <t_us> <SEQNUM|-> <duration_us> <what> <ok|error>   (a step, e.g. a module load, that
+  // ended at t while handling the event with that SEQNUM; spaces in `what` become '_')
+  void Step(MonoTime t, const Event& event, absl::Duration took, absl::string_view what, bool ok);
 
   // Writes buffered lines to the file (the daemon calls it when idle and at exit).
   absl::Status Flush();

@@ -132,8 +132,9 @@ std::string FormatReport(const Timeline& timeline, const Summary& s) {
   }
   section("slowest module loads", s.slowest_modules.empty());
   for (const ModuleLoad* m : s.slowest_modules) {
-    absl::StrAppendFormat(&out, "  %10s  %s%s (event %d)\n", Ms(m->took_us), m->module,
-                          m->ok ? "" : " FAILED", m->id);
+    absl::StrAppendFormat(&out, "  %10s  %s%s (for SEQNUM %s)\n", Ms(m->took_us), m->module,
+                          m->ok ? "" : " FAILED",
+                          m->seqnum.has_value() ? absl::StrCat(*m->seqnum) : "-");
   }
   section("longest waits for the event before (released -> started)", s.longest_waits.empty());
   for (const Wait& w : s.longest_waits) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hotplug/report/report.h"
 
 namespace hotring::hotplug::report {
 namespace {
@@ -29,6 +30,7 @@ int64_t TickStep(int64_t span_us) {
 std::string TickLabel(int64_t us) {
   if (us == 0) return "0";
   if (us % 1000000 == 0) return absl::StrCat(us / 1000000, " s");
+  if (us >= 1000000 && us % 100000 == 0) return absl::StrFormat("%.1f s", static_cast<double>(us) / 1e6);
   if (us % 1000 == 0) return absl::StrCat(us / 1000, " ms");
   return absl::StrFormat("%.3f ms", static_cast<double>(us) / 1000.0);
 }
@@ -37,6 +39,12 @@ std::string TickLabel(int64_t us) {
 std::string Shorten(absl::string_view devpath, size_t max) {
   if (devpath.size() <= max) return std::string(devpath);
   return absl::StrCat("...", devpath.substr(devpath.size() - (max - 3)));
+}
+
+// A duration for the title: "3.69 s", "12.3 ms".
+std::string DurationLabel(int64_t us) {
+  if (us >= 1000000) return absl::StrFormat("%.2f s", static_cast<double>(us) / 1e6);
+  return absl::StrFormat("%.1f ms", static_cast<double>(us) / 1e3);
 }
 
 }  // namespace
@@ -106,20 +114,21 @@ std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
       "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<style>.held{fill:#b0b0b0}.queued{fill:#f0c070}.run{fill:#4a9a4a}"
-      ".failed{fill:#c83c3c}.timed_out{fill:#e07020}.open{fill:#7aa0d0}.module{fill:#8a5cc0}"
+      ".slot{fill:#f5e0b0}.failed{fill:#c83c3c}.timed_out{fill:#e07020}.open{fill:#7aa0d0}.module{fill:#8a5cc0}"
       ".tick{stroke:#dddddd}.label{fill:#222222}</style>\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       width, height, width, height);
   std::string title = XmlEscape(options.title);
   absl::StrAppendFormat(&title, ": %d events, %d module loads, %s", timeline.events.size(),
-                        timeline.modules.size(), TickLabel(t1 - t0));
+                        timeline.modules.size(), DurationLabel(t1 - t0));
   if (total_rows > rows.size()) absl::StrAppendFormat(&title, " (first %d rows)", rows.size());
   absl::StrAppendFormat(&svg, "<text class=\"title\" x=\"%.0f\" y=\"18\" font-size=\"14\">%s</text>\n",
                         kMargin, title);
   // Legend.
   double lx = kMargin;
   for (const auto& [cls, name] : std::vector<std::pair<const char*, const char*>>{
-           {"held", "held (SEQNUM gap)"}, {"queued", "queued (related event / slot)"},
+           {"held", "held (SEQNUM gap)"}, {"queued", "queued behind a related event"},
+           {"slot", "waiting for a handler slot"},
            {"run", "handler"}, {"failed", "failed"}, {"timed_out", "timed out"},
            {"open", "unfinished"}, {"module", "module load"}}) {
     absl::StrAppendFormat(&svg,
@@ -165,8 +174,12 @@ std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
       }
       if (e.released_us) at = *e.released_us;
       if (e.released_us && e.started_us && *e.started_us > *e.released_us) {
-        bar("queued", *e.released_us, *e.started_us,
-            absl::StrCat(tip_base, ": queued ", TickLabel(*e.started_us - *e.released_us)));
+        const EventSpan* blocker = FindBlocker(timeline, e);
+        bar(blocker != nullptr ? "queued" : "slot", *e.released_us, *e.started_us,
+            absl::StrCat(tip_base, ": queued ", TickLabel(*e.started_us - *e.released_us),
+                         blocker != nullptr
+                             ? absl::StrCat(" behind ", XmlEscape(blocker->devpath))
+                             : std::string(" for a handler slot")));
       }
       if (e.started_us) at = *e.started_us;
       if (e.started_us && e.handled_us) {

@@ -1,6 +1,7 @@
 // The timeline as a picture, like `systemd-analyze plot`: one row per event (a device's add,
 // change, ...) and one per module load, bars from reception to the end of handling, split into
-// held (behind a SEQNUM gap), queued (behind a related event or a free slot) and handler time.
+// held (behind a SEQNUM gap), queued (behind a related event, or for a free handler slot) and
+// handler time.
 // Pure: data in, SVG text out.
 #ifndef HOTRING_HOTPLUG_REPORT_SVG_H_
 #define HOTRING_HOTPLUG_REPORT_SVG_H_

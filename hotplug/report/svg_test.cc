@@ -27,7 +27,8 @@ TEST(SvgTest, OneRowPerEventAndModuleWithTheirSegments) {
   EXPECT_EQ(Count(svg, "<text class=\"label\""), 4u);  // 3 events + 1 module
   EXPECT_EQ(Count(svg, "<rect class=\"run\" x="), 1u);
   EXPECT_EQ(Count(svg, "<rect class=\"failed\" x="), 1u);
-  EXPECT_EQ(Count(svg, "<rect class=\"queued\" x="), 1u);
+  EXPECT_EQ(Count(svg, "<rect class=\"queued\" x="), 1u);  // vda behind pci0
+  EXPECT_EQ(Count(svg, "<rect class=\"slot\" x="), 0u);
   EXPECT_EQ(Count(svg, "<rect class=\"held\" x="), 1u);
   EXPECT_EQ(Count(svg, "<rect class=\"open\" x="), 1u);
   EXPECT_EQ(Count(svg, "<rect class=\"module\" x="), 1u);

@@ -166,13 +166,14 @@ class Parser {
       }
       case 'M': {
         const std::vector<absl::string_view> g = Fields(line.substr(2), 5);
-        // M <t> <id> <took_us> <module> <ok|error>: the module name has no spaces.
+        // M <t> <SEQNUM|-> <took_us> <module> <ok|error>: the module name has no spaces.
         ModuleLoad load;
         load.end_us = t;
-        if (g.size() != 5 || !absl::SimpleAtoi(g[1], &load.id) ||
-            !absl::SimpleAtoi(g[2], &load.took_us) || load.took_us < 0) {
+        if (g.size() != 5 || !absl::SimpleAtoi(g[2], &load.took_us) || load.took_us < 0) {
           return false;
         }
+        load.seqnum = ParseSeqnum(g[1], ok);
+        if (!ok) return false;
         if (g[3].empty() || (g[4] != "ok" && g[4] != "error")) return false;
         load.module = std::string(g[3]);
         load.ok = g[4] == "ok";

@@ -39,11 +39,12 @@ struct GapRecord {
   std::string why;
 };
 
-// One module load that ended at `end_us` after `took_us`, for event `id` (0: none).
+// One step of handling (a module load) that ended at `end_us` after `took_us`, while handling
+// the event with `seqnum`.
 struct ModuleLoad {
   int64_t end_us = 0;
   int64_t took_us = 0;
-  uint64_t id = 0;
+  std::optional<uint64_t> seqnum;
   std::string module;
   bool ok = true;
 };

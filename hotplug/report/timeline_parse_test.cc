@@ -53,7 +53,7 @@ TEST(TimelineParseTest, BuildsOneSpanPerEvent) {
   ASSERT_EQ(t->modules.size(), 1u);
   EXPECT_EQ(t->modules[0].module, "virtio_blk");
   EXPECT_EQ(t->modules[0].took_us, 500);
-  EXPECT_EQ(t->modules[0].id, 1u);
+  EXPECT_EQ(t->modules[0].seqnum, 1u);
 }
 
 TEST(TimelineParseTest, MalformedLinesAreCountedAndSkipped) {
