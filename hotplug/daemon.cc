@@ -473,9 +473,10 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
     // In order with nothing held (the usual case) the event runs as it is, without a detour
     // through the reorderer's vector.
     const std::optional<PushDisposition> passed = reorderer_.PassThrough(seqnum);
-    // Formatted before the event may move into the reorderer; added unless it is a duplicate.
-    std::string received_line =
-        timeline_.enabled() ? timeline_.ReceivedLine(now, event) : std::string();
+    // Built before the event may move into the reorderer; added unless it is a duplicate. An
+    // event that passes through gets one record for its reception and release instead.
+    TimelineRecord received;
+    if (!passed.has_value()) received = timeline_.ReceivedRecord(now, event);
     const PushDisposition disposition =
         passed.has_value() ? *passed : reorderer_.Push(std::move(event), now, released, missing);
     if (disposition == PushDisposition::kDuplicateOfHeld ||
@@ -494,11 +495,11 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
     } else {
       ++counters_.received;
       NoteReceived(now);
-      if (!received_line.empty()) timeline_.AddLine(std::move(received_line));
+      if (!passed.has_value()) timeline_.Add(std::move(received));
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
       NoteMissing(missing, "too many held events");
       if (passed.has_value()) {
-        (void)ReleaseOne(std::move(event), now);
+        (void)ReleaseOne(std::move(event), now, /*just_received=*/true);
         Pump();
       } else {
         Release(released, now);
@@ -527,8 +528,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
   }
   ++counters_.received;
   NoteReceived(now);
-  if (timeline_.enabled()) timeline_.AddLine(timeline_.ReceivedLine(now, event));
-  const uint64_t id = ReleaseOne(std::move(event), now);
+  const uint64_t id = ReleaseOne(std::move(event), now, /*just_received=*/true);
   if (ack.has_value()) {
     EventRecord& record = events_.find(id)->second;
     record.acks.push_back(*ack);
@@ -561,13 +561,17 @@ void Daemon::NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_v
   }
 }
 
-uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now) {
+uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now, bool just_received) {
   const uint64_t id = scheduler_.Enqueue(event.devpath);
   const std::optional<uint64_t> seqnum = event.seqnum;
   // Built in place: the event is moved once, into its record.
   EventRecord& record = events_.try_emplace(id, std::move(event)).first->second;
   record.released_at = now;
-  timeline_.Released(now, id, record.event);
+  if (just_received) {
+    timeline_.ReceivedAndReleased(now, id, record.event);
+  } else {
+    timeline_.Released(now, id, record.event);
+  }
   if (seqnum.has_value()) {
     seqnum_to_id_.insert_or_assign(*seqnum, id);
     if (!held_acks_.empty()) {
@@ -701,7 +705,7 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
   if (record.cookie != 0) {
     if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
   }
-  // The device's last handled state, for `settle --for`; the record is going away anyway.
+  // The device's last handled state, for `settle --for`.
   HandledDevice* handled = handled_devices_.Record(std::move(record.event));
   if (handled != nullptr && !device_settlers_.empty()) OfferToDeviceSettlers(*handled);
   // Nothing above inserts into events_, so the iterator is still valid.

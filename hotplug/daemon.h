@@ -60,7 +60,7 @@ struct DaemonOptions {
   // `settle --for` and `report`.
   std::string record_timeline;           // --record-timeline FILE; empty: memory only
   size_t timeline_keep = 8192;           // timeline lines kept for `report` (0: none)
-  size_t handled_devices_max = 4096;     // handled devices remembered for `settle --for`
+  size_t handled_devices_max = 4096;     // handled events remembered for `settle --for`
   std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
@@ -139,8 +139,9 @@ class Daemon : private StepRecorder {
   void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack);
   // Queues every event (moving each out of `events`) and pumps.
   void Release(std::vector<Event>& events, MonoTime now);
-  // Queues one released event (the caller pumps); returns its scheduler id.
-  uint64_t ReleaseOne(Event&& event, MonoTime now);
+  // Queues one released event (the caller pumps); returns its scheduler id. `just_received`:
+  // it was accepted at `now` and never held (one timeline record for both).
+  uint64_t ReleaseOne(Event&& event, MonoTime now, bool just_received = false);
   void NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why);
   void Pump();
   // Runs the handler on a runnable event. A handler that completes without suspending (the

@@ -27,15 +27,15 @@ absl::StatusOr<SettleCondition> ParseSettleCondition(absl::string_view text) {
 
 namespace {
 
-std::optional<absl::string_view> FsProperty(const Event& event, absl::string_view key) {
-  return event.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
+std::optional<absl::string_view> FsProperty(const HandledDevice& device, absl::string_view key) {
+  return device.event.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
 }
 
 }  // namespace
 
 bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
   if (condition.names_filesystem()) {
-    if (const std::optional<absl::string_view> v = FsProperty(device.event, condition.key)) {
+    if (const std::optional<absl::string_view> v = FsProperty(device, condition.key)) {
       return *v == condition.value;
     }
     if (!device.fs.has_value()) return false;
@@ -50,46 +50,34 @@ bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
 
 bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
   return condition.names_filesystem() && !device.probed && device.event.subsystem == "block" &&
-         !device.event.devname.empty() && !FsProperty(device.event, condition.key).has_value();
+         !device.event.devname.empty() && !FsProperty(device, condition.key).has_value();
+}
+
+void HandledDevices::Forget(absl::string_view devpath) {
+  const auto it = index_.find(devpath);
+  if (it == index_.end()) return;
+  const size_t slot = it->second;
+  index_.erase(it);  // before the slot changes: the key views the slot's DEVPATH
+  slots_[slot] = HandledDevice();
 }
 
 HandledDevice* HandledDevices::Record(Event&& event) {
-  if (event.action == "remove") {
-    devices_.erase(event.devpath);
-    return nullptr;
-  }
-  const uint64_t generation = next_generation_++;
-  order_.emplace_back(event.devpath, generation);
-  HandledDevice& device = devices_[event.devpath];
-  device.event = std::move(event);
-  device.probed = false;
-  device.fs.reset();
-  device.generation = generation;
-  while (devices_.size() > max_devices_ && !order_.empty()) {
-    auto [devpath, gen] = std::move(order_.front());
-    order_.pop_front();
-    if (auto it = devices_.find(devpath); it != devices_.end() && it->second.generation == gen) {
-      devices_.erase(it);
-    }
-  }
-  if (order_.size() > 2 * max_devices_ + 16) {
-    // Mostly stale pairs (devices handled again, or removed): keep only the live ones.
-    std::deque<std::pair<std::string, uint64_t>> live;
-    for (auto& entry : order_) {
-      if (auto it = devices_.find(entry.first);
-          it != devices_.end() && it->second.generation == entry.second) {
-        live.push_back(std::move(entry));
-      }
-    }
-    order_ = std::move(live);
-  }
-  // `devices_` may have rehashed while evicting: look the entry up again.
-  return &devices_.find(order_.back().first)->second;
+  Forget(event.devpath);
+  if (event.action == "remove") return nullptr;
+  HandledDevice& slot = slots_[next_];
+  if (!slot.empty()) Forget(slot.event.devpath);  // the oldest event's device falls out
+  slot.event = std::move(event);
+  slot.probed = false;
+  slot.fs.reset();
+  // Keyed by the slot's own string (a short DEVPATH lives inside it, so view it only now).
+  index_.emplace(slot.event.devpath, next_);
+  next_ = (next_ + 1) % slots_.size();
+  return &slot;
 }
 
 void HandledDevices::ForEach(absl::FunctionRef<bool(HandledDevice&)> visit) {
-  for (auto& [devpath, device] : devices_) {
-    if (visit(device)) return;
+  for (HandledDevice& device : slots_) {
+    if (!device.empty() && visit(device)) return;
   }
 }
 

@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,12 +34,12 @@ struct SettleCondition {
 // (DEVNAME is relative to /dev in uevents). InvalidArgument otherwise.
 [[nodiscard]] absl::StatusOr<SettleCondition> ParseSettleCondition(absl::string_view text);
 
-// A device as it was last handled. Owns the event and what a probe found.
+// A device as it was last handled: its event and what a probe found. Owns them.
 struct HandledDevice {
   Event event;
-  bool probed = false;              // the superblock was read (once per handling)
-  std::optional<FsIdentity> fs;     // what it said (nullopt: nothing known, or not probed)
-  uint64_t generation = 0;          // HandledDevices' insertion number
+  bool probed = false;           // the superblock was read (once per handling)
+  std::optional<FsIdentity> fs;  // what it said (nullopt: nothing known, or not probed)
+  [[nodiscard]] bool empty() const { return event.devpath.empty(); }
 };
 
 // True when `device` satisfies `condition`: an event property with that exact value; for
@@ -51,25 +50,30 @@ struct HandledDevice {
 // block device with a DEVNAME that carries no ID_FS_* of its own and was not probed yet.
 [[nodiscard]] bool WantsProbe(const HandledDevice& device, const SettleCondition& condition);
 
-// The last handled event of each DEVPATH, at most `max_devices` of them (the oldest go first).
-// A handled `remove` forgets the device. Owns the events.
+// The last handled state of each DEVPATH among the last `max_events` handled events: a ring of
+// slots, one per handled event; a device handled again moves to the newest slot, a handled
+// `remove` forgets it. Events are moved in (the daemon is done with them), so recording costs
+// no copy, and memory is bounded. Owns the slots.
 class HandledDevices {
  public:
-  explicit HandledDevices(size_t max_devices) : max_devices_(max_devices < 1 ? 1 : max_devices) {}
+  explicit HandledDevices(size_t max_events) : slots_(max_events < 1 ? 1 : max_events) {}
+  HandledDevices(const HandledDevices&) = delete;
+  HandledDevices& operator=(const HandledDevices&) = delete;
 
-  // Records a handled event (moved in) and returns its entry; nullptr for `remove`.
+  // Records a handled event (moved in) and returns its entry (valid until the next Record);
+  // nullptr for `remove`.
   HandledDevice* Record(Event&& event);
   // Calls `visit` on every recorded device until it returns true.
   void ForEach(absl::FunctionRef<bool(HandledDevice&)> visit);
-  [[nodiscard]] size_t size() const { return devices_.size(); }
+  [[nodiscard]] size_t size() const { return index_.size(); }
 
  private:
-  size_t max_devices_;
-  uint64_t next_generation_ = 1;
-  absl::flat_hash_map<std::string, HandledDevice> devices_;
-  // (DEVPATH, generation) in recording order; stale pairs (re-recorded devices) are skipped when
-  // evicting and trimmed once they outnumber the live ones.
-  std::deque<std::pair<std::string, uint64_t>> order_;
+  void Forget(absl::string_view devpath);
+
+  std::vector<HandledDevice> slots_;
+  size_t next_ = 0;  // the slot the next event takes
+  // Live slots by DEVPATH; the keys view the slots' own strings.
+  absl::flat_hash_map<absl::string_view, size_t> index_;
 };
 
 // The conditions of one `settle --for` request and which of them a handled device has met.

@@ -88,7 +88,8 @@ TEST(HandledDevicesTest, RemoveForgetsAndTheRecordIsBounded) {
     return false;
   });
   std::sort(kept.begin(), kept.end());
-  // The oldest (b, recorded again and again, but before c, d and e) went first.
+  // The ring holds the last 3 events: b (recorded again and again, but before c, d and e)
+  // fell out.
   EXPECT_EQ(kept, (std::vector<std::string>{"/devices/c", "/devices/d", "/devices/e"}));
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
@@ -15,13 +16,73 @@ namespace {
 // A file write happens once this much is buffered, or when the daemon is idle.
 constexpr size_t kFlushBytes = 64 * 1024;
 
-absl::string_view OrDash(absl::string_view s) { return s.empty() ? "-" : s; }
+using Kind = TimelineRecord::Kind;
 
-std::string Seqnum(const Event& event) {
-  return event.seqnum.has_value() ? absl::StrCat(*event.seqnum) : "-";
+uint64_t SeqnumField(const Event& event) { return event.seqnum.has_value() ? *event.seqnum + 1 : 0; }
+
+void AppendSeqnum(std::string& out, uint64_t field) {
+  if (field == 0) {
+    out += '-';
+  } else {
+    absl::StrAppend(&out, field - 1);
+  }
+}
+
+// "ACTION SUBSYSTEM DEVPATH". ACTION is validated (no spaces) and DEVPATH comes last, so only
+// SUBSYSTEM, free text from the sender, needs its blanks replaced.
+std::string ReceivedText(const Event& event) {
+  std::string text = absl::StrCat(event.action, " ", event.subsystem.empty() ? "-" : "",
+                                  event.subsystem, " ", event.devpath);
+  for (size_t i = event.action.size() + 1; i < event.action.size() + 1 + event.subsystem.size();
+       ++i) {
+    if (text[i] == ' ' || text[i] == '\t') text[i] = '_';
+  }
+  return text;
+}
+
+// The DEVPATH of a ReceivedText: after the second space.
+absl::string_view DevpathOf(absl::string_view text) {
+  const size_t first = text.find(' ');
+  const size_t second = text.find(' ', first + 1);
+  return second == absl::string_view::npos ? absl::string_view() : text.substr(second + 1);
 }
 
 }  // namespace
+
+void AppendTimelineLines(const TimelineRecord& r, std::string& out) {
+  switch (r.kind) {
+    case Kind::kReceived:
+    case Kind::kReceivedAndReleased:
+      absl::StrAppend(&out, "R ", r.t_us, " ");
+      AppendSeqnum(out, r.a);
+      absl::StrAppend(&out, " ", r.text, "\n");
+      if (r.kind == Kind::kReceivedAndReleased) {
+        absl::StrAppend(&out, "L ", r.t_us, " ", r.b, " ");
+        AppendSeqnum(out, r.a);
+        absl::StrAppend(&out, " ", DevpathOf(r.text), "\n");
+      }
+      return;
+    case Kind::kReleased:
+      absl::StrAppend(&out, "L ", r.t_us, " ", r.b, " ");
+      AppendSeqnum(out, r.a);
+      absl::StrAppend(&out, " ", r.text, "\n");
+      return;
+    case Kind::kStarted:
+      absl::StrAppend(&out, "S ", r.t_us, " ", r.b, "\n");
+      return;
+    case Kind::kHandled:
+      absl::StrAppend(&out, "H ", r.t_us, " ", r.b, " ", r.text, "\n");
+      return;
+    case Kind::kGap:
+      absl::StrAppend(&out, "G ", r.t_us, " ", r.a, " ", r.b, " ", r.text, "\n");
+      return;
+    case Kind::kStep:
+      absl::StrAppend(&out, "M ", r.t_us, " ");
+      AppendSeqnum(out, r.a);
+      absl::StrAppend(&out, " ", r.b, " ", r.text, "\n");
+      return;
+  }
+}
 
 absl::Status TimelineRecorder::OpenFile(const std::string& path) {
   file_ = UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -34,57 +95,60 @@ int64_t TimelineRecorder::Micros(MonoTime t) const {
   return absl::ToInt64Microseconds(Since(origin_, t));
 }
 
-void TimelineRecorder::AddLine(std::string line) {
+void TimelineRecorder::Add(TimelineRecord record) {
+  if (!enabled()) return;
   ++total_;
   if (file_.valid()) {
-    absl::StrAppend(&buffer_, line, "\n");
+    AppendTimelineLines(record, buffer_);
     if (buffer_.size() >= kFlushBytes) (void)Flush();
   }
   if (keep_ == 0) return;
   if (kept_.size() == keep_) kept_.pop_front();
-  kept_.push_back(std::move(line));
+  kept_.push_back(std::move(record));
 }
 
-std::string TimelineRecorder::ReceivedLine(MonoTime t, const Event& event) const {
-  // ACTION and DEVPATH are validated (no spaces in ACTION; DEVPATH is the last field, so a
-  // space in it is harmless); SUBSYSTEM is free text from the sender: spaces become '_'.
-  std::string subsystem(OrDash(event.subsystem));
-  for (char& c : subsystem) {
-    if (c == ' ' || c == '\t') c = '_';
-  }
-  return absl::StrCat("R ", Micros(t), " ", Seqnum(event), " ", event.action, " ", subsystem,
-                      " ", event.devpath);
+TimelineRecord TimelineRecorder::ReceivedRecord(MonoTime t, const Event& event) const {
+  if (!enabled()) return {};
+  return TimelineRecord{Kind::kReceived, Micros(t), SeqnumField(event), 0, ReceivedText(event)};
+}
+
+void TimelineRecorder::ReceivedAndReleased(MonoTime t, uint64_t id, const Event& event) {
+  if (!enabled()) return;
+  Add(TimelineRecord{Kind::kReceivedAndReleased, Micros(t), SeqnumField(event), id,
+                     ReceivedText(event)});
 }
 
 void TimelineRecorder::Released(MonoTime t, uint64_t id, const Event& event) {
   if (!enabled()) return;
-  AddLine(absl::StrCat("L ", Micros(t), " ", id, " ", Seqnum(event), " ", event.devpath));
+  Add(TimelineRecord{Kind::kReleased, Micros(t), SeqnumField(event), id, event.devpath});
 }
 
 void TimelineRecorder::Started(MonoTime t, uint64_t id) {
   if (!enabled()) return;
-  AddLine(absl::StrCat("S ", Micros(t), " ", id));
+  Add(TimelineRecord{Kind::kStarted, Micros(t), 0, id, {}});
 }
 
 void TimelineRecorder::Handled(MonoTime t, uint64_t id, absl::string_view result) {
   if (!enabled()) return;
-  AddLine(absl::StrCat("H ", Micros(t), " ", id, " ", result));
+  Add(TimelineRecord{Kind::kHandled, Micros(t), 0, id, std::string(result)});
 }
 
 void TimelineRecorder::Gap(MonoTime t, uint64_t first, uint64_t last, absl::string_view why) {
   if (!enabled()) return;
-  AddLine(absl::StrCat("G ", Micros(t), " ", first, " ", last, " ", why));
+  Add(TimelineRecord{Kind::kGap, Micros(t), first, last, std::string(why)});
 }
 
 void TimelineRecorder::Step(MonoTime t, const Event& event, absl::Duration took,
                             absl::string_view what, bool ok) {
   if (!enabled()) return;
-  std::string word(OrDash(what.substr(0, 128)));
-  for (char& c : word) {
+  std::string text(what.empty() ? "-" : what.substr(0, 128));
+  for (char& c : text) {
     if (c <= ' ' || c > '~') c = '_';
   }
-  AddLine(absl::StrCat("M ", Micros(t), " ", Seqnum(event), " ", absl::ToInt64Microseconds(took),
-                       " ", word, " ", ok ? "ok" : "error"));
+  absl::StrAppend(&text, ok ? " ok" : " error");
+  Add(TimelineRecord{Kind::kStep, Micros(t), SeqnumField(event),
+                     static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(took))),
+                     std::move(text)});
 }
 
 absl::Status TimelineRecorder::Flush() {
@@ -112,11 +176,19 @@ uint64_t TimelineRecorder::Lines(uint64_t from, size_t max_bytes,
                                  std::vector<std::string>& out) const {
   uint64_t n = std::max(from, first_kept());
   size_t bytes = 0;
+  std::string text;
   for (; n < total_; ++n) {
-    const std::string& line = kept_[n - first_kept()];
-    if (bytes + line.size() + 8 > max_bytes && bytes > 0) break;
-    bytes += line.size() + 8;
-    out.push_back(line);
+    text.clear();
+    AppendTimelineLines(kept_[n - first_kept()], text);
+    // Each line becomes a `line=` field: 6 bytes of overhead (key, '=', NUL) instead of '\n'.
+    if (bytes + text.size() + 8 > max_bytes && bytes > 0) break;
+    bytes += text.size() + 8;
+    absl::string_view rest = text;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      out.emplace_back(rest.substr(0, nl));
+      rest.remove_prefix(nl + 1);
+    }
   }
   return n;
 }

@@ -1,8 +1,9 @@
 // TimelineRecorder: one compact text line per event transition (received, released, started,
-// handled; gaps given up; module loads when a stage reports them), for `hotring report`. Keeps
-// the last `keep` lines in memory for the `timeline` control request and, with
-// `--record-timeline FILE`, appends every line to FILE. The format is docs/timeline.md; the
-// parser is hotplug/report/.
+// handled; gaps given up; steps such as module loads), for `hotring report`. Keeps the last
+// `keep` records in memory for the `timeline` control request and, with `--record-timeline
+// FILE`, appends every line to FILE. The format is docs/timeline.md; the parser is
+// hotplug/report/. Kept records are small structs formatted only when asked for: an in-order
+// event costs one string (ACTION SUBSYSTEM DEVPATH) and three records.
 #ifndef HOTRING_HOTPLUG_TIMELINE_H_
 #define HOTRING_HOTPLUG_TIMELINE_H_
 
@@ -15,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/clock.h"
 #include "core/unique_fd.h"
 #include "hotplug/event.h"
@@ -24,42 +26,59 @@ namespace hotring::hotplug {
 // The first line of every timeline (file or reply).
 inline constexpr absl::string_view kTimelineHeader = "# hotring timeline 1";
 
-// Owns the kept lines, the file and its write buffer.
+// One transition, as kept in memory. Owns its text.
+struct TimelineRecord {
+  enum class Kind : uint8_t {
+    kReceived,             // R: a = SEQNUM+1 (0: none), text = "ACTION SUBSYSTEM DEVPATH"
+    kReceivedAndReleased,  // R then L at the same time: a = SEQNUM+1, b = id, text as for R
+    kReleased,             // L: a = SEQNUM+1, b = id, text = DEVPATH
+    kStarted,              // S: b = id
+    kHandled,              // H: b = id, text = result
+    kGap,                  // G: a = first, b = last, text = why
+    kStep,                 // M: a = SEQNUM+1, b = took_us, text = "WHAT ok|error"
+  };
+  Kind kind = Kind::kStarted;
+  int64_t t_us = 0;
+  uint64_t a = 0;
+  uint64_t b = 0;
+  std::string text;
+};
+
+// Appends the record's line(s) to `out`, each ending in '\n' (two for kReceivedAndReleased).
+void AppendTimelineLines(const TimelineRecord& record, std::string& out);
+
+// Owns the kept records, the file and its write buffer.
 class TimelineRecorder {
  public:
-  // `origin`: time 0 of the timeline (the daemon's start). `keep`: lines kept in memory.
+  // `origin`: time 0 of the timeline (the daemon's start). `keep`: records kept in memory.
   TimelineRecorder(MonoTime origin, size_t keep) : origin_(origin), keep_(keep) {}
   TimelineRecorder(const TimelineRecorder&) = delete;
   TimelineRecorder& operator=(const TimelineRecorder&) = delete;
   ~TimelineRecorder() { (void)Flush(); }
 
-  // Appends to `path` from now on (created 0644 if missing; truncated: one run per file).
+  // Writes to `path` from now on (created 0644 if missing, truncated: one run per file).
   absl::Status OpenFile(const std::string& path);
-  // False when neither memory nor a file wants lines: callers skip the clock read.
+  // False when neither memory nor a file wants records: callers skip the work.
   [[nodiscard]] bool enabled() const { return keep_ > 0 || file_.valid(); }
 
-  // R <t_us> <SEQNUM|-> <ACTION> <SUBSYSTEM|-> <DEVPATH>. Formatted apart from AddLine so the
-  // daemon can format it before the event moves and add it once it knows it is no duplicate.
-  [[nodiscard]] std::string ReceivedLine(MonoTime t, const Event& event) const;
-  void AddLine(std::string line);
-  // L <t_us> <id> <SEQNUM|-> <DEVPATH>       (id: the scheduler's, 1, 2, 3, ... in release order)
+  // R: the record is built before the event may move into the reorderer and added once the
+  // daemon knows it is no duplicate.
+  [[nodiscard]] TimelineRecord ReceivedRecord(MonoTime t, const Event& event) const;
+  void Add(TimelineRecord record);
+  // R and L at once: an event released as it arrived (in order, or without SEQNUM).
+  void ReceivedAndReleased(MonoTime t, uint64_t id, const Event& event);
   void Released(MonoTime t, uint64_t id, const Event& event);
-  // S <t_us> <id>
   void Started(MonoTime t, uint64_t id);
-  // H <t_us> <id> <handled|failed|timed_out>
   void Handled(MonoTime t, uint64_t id, absl::string_view result);
-  // G <t_us> <first> <last> <why>            (SEQNUMs given up; why: timeout|overflow|stopping)
   void Gap(MonoTime t, uint64_t first, uint64_t last, absl::string_view why);
-  // M <t_us> <SEQNUM|-> <duration_us> <what> <ok|error>   (a step, e.g. a module load, that
-  // ended at t while handling the event with that SEQNUM; spaces in `what` become '_')
   void Step(MonoTime t, const Event& event, absl::Duration took, absl::string_view what, bool ok);
 
   // Writes buffered lines to the file (the daemon calls it when idle and at exit).
   absl::Status Flush();
 
-  // Kept lines from number `from` on (lines are numbered from 0 since the start; those no
-  // longer kept are skipped), as many as fit in `max_bytes`. Returns the number of the first
-  // line not returned.
+  // Lines of the kept records from record number `from` on (records are numbered from 0 since
+  // the start; those no longer kept are skipped), as many as fit in `max_bytes`. Returns the
+  // number of the first record not returned.
   uint64_t Lines(uint64_t from, size_t max_bytes, std::vector<std::string>& out) const;
   [[nodiscard]] uint64_t total() const { return total_; }
   [[nodiscard]] uint64_t first_kept() const { return total_ - kept_.size(); }
@@ -71,7 +90,7 @@ class TimelineRecorder {
   MonoTime origin_;
   size_t keep_;
   uint64_t total_ = 0;
-  std::deque<std::string> kept_;
+  std::deque<TimelineRecord> kept_;
   UniqueFd file_;
   std::string buffer_;  // lines not yet written to the file
   uint64_t write_errors_ = 0;
