@@ -102,6 +102,7 @@ int SettleCommand(const std::vector<std::string>& args) {
     ControlRequest request;
     request.command = ControlCommand::kSettle;
     for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
+    request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
     absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
     if (reply.ok()) {
       settled = reply->ok ? absl::OkStatus() : absl::InvalidArgumentError(reply->message);

@@ -418,7 +418,7 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("reply_failures", counters_.reply_failures);
   add("probe_errors", counters_.probe_errors);
   add("devices_remembered", handled_devices_.size());
-  add("timeline_lines", timeline_.total());
+  add("timeline_records", timeline_.total());
   add("timeline_write_errors", timeline_.write_errors());
   add("children_max", scheduler_.children_max());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
@@ -914,7 +914,13 @@ void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& f
   ControlReply reply;
   reply.cookie = request.cookie;
   std::vector<SettleCondition> conditions;
+  // A requester that gave up is forgotten at its deadline (default: 10 minutes).
+  int64_t timeout_ms = 600'000;
   for (const auto& [key, value] : request.options) {
+    if (key == "TIMEOUT_MS") {
+      if (!absl::SimpleAtoi(value, &timeout_ms) || timeout_ms < 0) timeout_ms = 600'000;
+      timeout_ms = std::min<int64_t>(timeout_ms, 86'400'000);
+    }
     if (key != "FOR") continue;
     absl::StatusOr<SettleCondition> condition = ParseSettleCondition(value);
     if (!condition.ok() || conditions.size() == 32) {
@@ -948,13 +954,18 @@ void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& f
     SendTo(from, ControlReplyMessage(reply), false);
     return;
   }
+  const MonoTime now = MonoNow();
+  device_settlers_.erase(std::remove_if(device_settlers_.begin(), device_settlers_.end(),
+                                        [&](const DeviceSettler& s) { return s.expires < now; }),
+                         device_settlers_.end());
   if (device_settlers_.size() >= kMaxSettlers) {
     reply.ok = false;
     reply.message = "too many settle requests waiting";
     SendTo(from, ControlReplyMessage(reply), false);
     return;
   }
-  device_settlers_.push_back(DeviceSettler{AckTarget{from, request.cookie}, std::move(waiter)});
+  device_settlers_.push_back(DeviceSettler{AckTarget{from, request.cookie}, std::move(waiter),
+                                           now + absl::Milliseconds(timeout_ms)});
 }
 
 void Daemon::OfferToDeviceSettlers(HandledDevice& device) {
@@ -1116,8 +1127,11 @@ ControlReply Daemon::TimelineReply(const ControlRequest& request) const {
     }
   }
   std::vector<std::string> lines;
-  // Room for the header fields and the per-field overhead within one datagram.
-  const uint64_t next = timeline_.Lines(from, kMaxWireBytes - 512, lines);
+  // One datagram: room for the header and the three counts; each line is a `line=...\0` field
+  // (6 bytes more than the line); a record's two lines (R and L) of a 4 KiB DEVPATH are cut to
+  // fit.
+  const uint64_t next = timeline_.Lines(from, kMaxWireBytes - 256, lines, kMaxWireFields - 8,
+                                        3800, 6);
   reply.fields.emplace_back("first", absl::StrCat(timeline_.first_kept()));
   reply.fields.emplace_back("next", absl::StrCat(next));
   reply.fields.emplace_back("total", absl::StrCat(timeline_.total()));

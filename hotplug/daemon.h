@@ -114,6 +114,7 @@ class Daemon : private StepRecorder {
   struct DeviceSettler {
     AckTarget target;
     SettleWaiter waiter;
+    MonoTime expires;  // the requester's TIMEOUT_MS: forgotten after it (it stopped waiting)
   };
   struct Monitor {
     io::SocketAddress address;

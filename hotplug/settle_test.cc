@@ -261,6 +261,23 @@ TEST(TimelineTest, FileHasEveryTransitionAndTheReportReadsIt) {
   EXPECT_NE(log.find("1 failed or timed out"), std::string::npos) << log;
 }
 
+// A running daemon's timeline comes in pages (one datagram each): every event arrives.
+TEST(TimelineTest, ReportFromARunningDaemonReadsEveryPage) {
+  DaemonProcess daemon = StartDaemon({"--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  for (uint64_t i = 1; i <= 300; ++i) {
+    ASSERT_TRUE(sender.SendEvent(TestEvent(i, absl::StrCat("/devices/pci0000:00/dev", i % 7,
+                                                            "/child", i))));
+  }
+  ASSERT_TRUE(daemon.Settle().ok());
+  CommandResult live = Hotring({"report", "--socket", daemon.socket(), "--top", "3"});
+  EXPECT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_NE(live.out.find("300 events in"), std::string::npos) << live.out.substr(0, 500);
+  EXPECT_NE(live.out.find("300 handled, 0 failed"), std::string::npos) << live.out.substr(0, 500);
+  EXPECT_EQ(live.out.find("malformed"), std::string::npos) << live.out.substr(0, 500);
+  EXPECT_EQ(Status(daemon)["timeline_records"], 900u);  // one R+L, one S, one H each
+}
+
 // At the default level a burst of failing events writes a few lines, not one per event.
 TEST(TimelineTest, FailuresAreAggregatedAtTheDefaultLogLevel) {
   Recorder recorder;

@@ -172,23 +172,29 @@ absl::Status TimelineRecorder::Flush() {
   return absl::OkStatus();
 }
 
-uint64_t TimelineRecorder::Lines(uint64_t from, size_t max_bytes,
-                                 std::vector<std::string>& out) const {
+uint64_t TimelineRecorder::Lines(uint64_t from, size_t max_bytes, std::vector<std::string>& out,
+                                 size_t max_lines, size_t max_line, size_t overhead) const {
   uint64_t n = std::max(from, first_kept());
   size_t bytes = 0;
+  size_t lines = 0;
   std::string text;
+  std::vector<absl::string_view> split;
   for (; n < total_; ++n) {
     text.clear();
     AppendTimelineLines(kept_[n - first_kept()], text);
-    // Each line becomes a `line=` field: 6 bytes of overhead (key, '=', NUL) instead of '\n'.
-    if (bytes + text.size() + 8 > max_bytes && bytes > 0) break;
-    bytes += text.size() + 8;
-    absl::string_view rest = text;
-    while (!rest.empty()) {
+    split.clear();
+    size_t need = 0;
+    for (absl::string_view rest = text; !rest.empty();) {
       const size_t nl = rest.find('\n');
-      out.emplace_back(rest.substr(0, nl));
-      rest.remove_prefix(nl + 1);
+      const absl::string_view line = rest.substr(0, std::min(nl, max_line));
+      split.push_back(line);
+      need += line.size() + overhead;
+      rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
     }
+    if (lines > 0 && (bytes + need > max_bytes || lines + split.size() > max_lines)) break;
+    bytes += need;
+    lines += split.size();
+    for (const absl::string_view line : split) out.emplace_back(line);
   }
   return n;
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <optional>
 #include <string>
@@ -77,9 +78,13 @@ class TimelineRecorder {
   absl::Status Flush();
 
   // Lines of the kept records from record number `from` on (records are numbered from 0 since
-  // the start; those no longer kept are skipped), as many as fit in `max_bytes`. Returns the
-  // number of the first record not returned.
-  uint64_t Lines(uint64_t from, size_t max_bytes, std::vector<std::string>& out) const;
+  // the start; those no longer kept are skipped): at most `max_lines` lines of at most
+  // `max_line` bytes each (longer ones are cut), as many as fit in `max_bytes` counting
+  // `overhead` bytes per line. At least one record when any is left. Returns the number of the
+  // first record not returned.
+  uint64_t Lines(uint64_t from, size_t max_bytes, std::vector<std::string>& out,
+                 size_t max_lines = SIZE_MAX, size_t max_line = SIZE_MAX,
+                 size_t overhead = 1) const;
   [[nodiscard]] uint64_t total() const { return total_; }
   [[nodiscard]] uint64_t first_kept() const { return total_ - kept_.size(); }
   [[nodiscard]] uint64_t write_errors() const { return write_errors_; }

@@ -64,8 +64,13 @@ TEST(TimelineRecorderTest, KeepsTheLastRecordsAndPagesThem) {
   EXPECT_EQ(recorder.Lines(0, 1000, lines), 5u);  // from the first kept one
   EXPECT_EQ(lines, (std::vector<std::string>{"S 0 3", "S 0 4", "S 0 5"}));
   lines.clear();
-  EXPECT_EQ(recorder.Lines(3, 10, lines), 4u);  // a page holds one line at least
+  EXPECT_EQ(recorder.Lines(3, 12, lines), 5u);  // "S 0 4" + "S 0 5", 1 byte overhead each
+  lines.clear();
+  EXPECT_EQ(recorder.Lines(3, 8, lines), 4u);  // a page holds one record at least
   EXPECT_EQ(lines, (std::vector<std::string>{"S 0 4"}));
+  lines.clear();
+  EXPECT_EQ(recorder.Lines(0, 1000, lines, /*max_lines=*/2, /*max_line=*/3), 4u);
+  EXPECT_EQ(lines, (std::vector<std::string>{"S 0", "S 0"}));
 }
 
 TEST(TimelineRecorderTest, WritesTheFileWithItsHeader) {
