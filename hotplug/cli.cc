@@ -41,6 +41,10 @@ constexpr absl::string_view kDaemonUsage =
     "  --netlink-trust-userspace  accept uevents from any sender (tests only)\n"
     "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
     "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
+    "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
+    "  --timeline-keep N          timeline lines kept in memory for `report` (default 8192)\n"
+    "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=/UUID=\n"
+    "                             (default /dev)\n"
     "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
     "  --log-kmsg                 log to /dev/kmsg (initramfs)\n"
     "  --ready-fd N               write a newline to fd N and close it once serving\n"
@@ -110,6 +114,13 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--rebroadcast") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(2, 32));
         options.rebroadcast_group = static_cast<uint32_t>(n);
+      } else if (f == "--record-timeline") {
+        HOTRING_ASSIGN_OR_RETURN(options.record_timeline, flags.String());
+      } else if (f == "--timeline-keep") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, 10'000'000));
+        options.timeline_keep = static_cast<size_t>(n);
+      } else if (f == "--probe-dev-root") {
+        HOTRING_ASSIGN_OR_RETURN(options.probe_dev_root, flags.String());
       } else if (f == "--log-level") {
         HOTRING_ASSIGN_OR_RETURN(const std::string name, flags.String());
         if (!ParseLogLevel(name, &level)) return flags.Error("unknown log level " + name);
@@ -194,7 +205,15 @@ int TriggerCommand(const std::vector<std::string>& args) {
     }
   }
   TriggerEnvironment env;
-  env.settle = [socket](absl::Duration timeout) { return Settle(socket, timeout); };
+  env.settle = [socket](absl::Duration timeout) {
+    absl::Status settled = Settle(socket, timeout);
+    if (absl::IsDeadlineExceeded(settled)) {
+      std::fprintf(stderr, "hotring trigger: still pending after %s:\n",
+                   absl::FormatDuration(timeout).c_str());
+      (void)PrintPending(socket, stderr);
+    }
+    return settled;
+  };
   return RunTrigger(rest, env);
 }
 
@@ -207,6 +226,7 @@ constexpr Command kCommands[] = {
     {"daemon", DaemonCommand},         {"send", SendCommand},
     {"settle", SettleCommand},         {"control", ControlCommandMain},
     {"monitor", MonitorCommand},       {"trigger", TriggerCommand},
+    {"report", ReportCommand},
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #ifndef HOTRING_HOTPLUG_COMMANDS_H_
 #define HOTRING_HOTPLUG_COMMANDS_H_
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ int SendCommand(const std::vector<std::string>& args);
 int SettleCommand(const std::vector<std::string>& args);
 int ControlCommandMain(const std::vector<std::string>& args);
 int MonitorCommand(const std::vector<std::string>& args);
+int ReportCommand(const std::vector<std::string>& args);
+
+// Asks the daemon on `socket` what is still pending and prints it to `out`, one event a line
+// (after a settle timed out). Returns how many events were described.
+int PrintPending(absl::string_view socket, std::FILE* out);
 
 // Prints `status` to stderr as "hotring <command>: <message>" and returns 2 for bad arguments
 // (InvalidArgument), else 1.

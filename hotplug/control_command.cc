@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/event_parser.h"
+#include "hotplug/handled_devices.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"
@@ -25,16 +27,51 @@
 
 namespace hotring::hotplug {
 
+int PrintPending(absl::string_view socket, std::FILE* out) {
+  ControlRequest request;
+  request.command = ControlCommand::kPending;
+  absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), absl::Seconds(2));
+  if (!reply.ok() || !reply->ok) {
+    std::fprintf(out, "  (the daemon did not say what is pending: %s)\n",
+                 reply.ok() ? reply->message.c_str() : std::string(reply.status().message()).c_str());
+    return 0;
+  }
+  std::string counts;
+  int events = 0;
+  for (const auto& [key, value] : reply->fields) {
+    if (key == "held" || key == "queued" || key == "running") {
+      absl::StrAppend(&counts, counts.empty() ? "" : ", ", value, " ", key);
+    } else if (key == "event") {
+      std::fprintf(out, "  SEQNUM %s\n", value.c_str());
+      ++events;
+    } else if (key == "more") {
+      std::fprintf(out, "  ... and %s more\n", value.c_str());
+    }
+  }
+  std::fprintf(out, "  pending: %s\n", counts.c_str());
+  return events;
+}
+
 int SettleCommand(const std::vector<std::string>& args) {
   std::string socket(kDefaultSocket);
   absl::Duration timeout = absl::Seconds(120);
+  std::vector<std::string> conditions;
   FlagReader flags("settle", args);
   while (flags.Next()) {
     absl::Status s;
     if (flags.flag() == "--help") {
-      std::fputs("usage: hotring settle [--socket PATH|@NAME] [--timeout S (default 120)]\n"
-                 "exit 0 once nothing is held, queued or running; 1 on timeout\n",
-                 stdout);
+      std::fputs(
+          "usage: hotring settle [--for KEY=VALUE]... [--socket PATH|@NAME] [--timeout S]\n"
+          "  exit 0 once nothing is held, queued or running; 1 after --timeout S (default 120),\n"
+          "  printing what is still pending and where (held behind a SEQNUM gap, queued behind\n"
+          "  a related event, running: handler pid and for how long)\n"
+          "  --for KEY=VALUE  instead, exit 0 as soon as a device matching KEY=VALUE has been\n"
+          "                   handled (or already had been), without waiting for the rest:\n"
+          "                   any event property (DEVNAME=vda, SUBSYSTEM=net, DEVPATH=/devices/..)\n"
+          "                   or a filesystem's LABEL=/UUID= (ID_FS_LABEL/ID_FS_UUID, else the\n"
+          "                   superblock: ext2/3/4, vfat, btrfs, xfs, swap). Repeatable: ALL must\n"
+          "                   be met, each by some device (udevadm settle has no equivalent).\n",
+          stdout);
       return 0;
     } else if (flags.flag() == "--socket") {
       absl::StatusOr<std::string> v = flags.String();
@@ -44,21 +81,52 @@ int SettleCommand(const std::vector<std::string>& args) {
       absl::StatusOr<absl::Duration> v = flags.Seconds();
       if (v.ok()) timeout = *v;
       s = v.status();
+    } else if (flags.flag() == "--for") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) {
+        absl::StatusOr<SettleCondition> condition = ParseSettleCondition(*v);
+        s = condition.status();
+        if (condition.ok()) conditions.push_back(condition->ToString());
+      } else {
+        s = v.status();
+      }
     } else {
       s = flags.Unknown();
     }
     if (!s.ok()) return ReportError("settle", s);
   }
-  const absl::Status settled = Settle(socket, timeout);
-  if (settled.ok()) return 0;
-  if (settled.code() == absl::StatusCode::kDeadlineExceeded) {
-    std::fprintf(stderr, "hotring settle: timeout after %s: events still pending\n",
-                 absl::FormatDuration(timeout).c_str());
-    return 1;
+  absl::Status settled;
+  if (conditions.empty()) {
+    settled = Settle(socket, timeout);
+  } else {
+    ControlRequest request;
+    request.command = ControlCommand::kSettle;
+    for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
+    request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
+    absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
+    if (reply.ok()) {
+      settled = reply->ok ? absl::OkStatus() : absl::InvalidArgumentError(reply->message);
+    } else if (reply.status().code() == absl::StatusCode::kUnavailable) {
+      // Unlike a plain settle, no daemon means the device will not be handled by one.
+      settled = reply.status();
+    } else {
+      settled = reply.status();
+    }
   }
-  if (settled.code() == absl::StatusCode::kResourceExhausted) {
-    std::fprintf(stderr, "hotring settle: timeout after %s: %s (the daemon is busy)\n",
-                 absl::FormatDuration(timeout).c_str(), std::string(settled.message()).c_str());
+  if (settled.ok()) return 0;
+  if (settled.code() == absl::StatusCode::kDeadlineExceeded ||
+      settled.code() == absl::StatusCode::kResourceExhausted) {
+    std::fprintf(stderr, "hotring settle: timeout after %s: %s%s\n",
+                 absl::FormatDuration(timeout).c_str(),
+                 conditions.empty()
+                     ? "events still pending"
+                     : absl::StrCat("not every one of ", absl::StrJoin(conditions, ", "),
+                                    " was met by a handled device")
+                           .c_str(),
+                 settled.code() == absl::StatusCode::kResourceExhausted
+                     ? absl::StrCat(" (", settled.message(), "; the daemon is busy)").c_str()
+                     : "");
+    (void)PrintPending(socket, stderr);
     return 1;
   }
   return ReportError("settle", settled);
@@ -73,16 +141,17 @@ int ControlCommandMain(const std::vector<std::string>& args) {
   while (flags.Next()) {
     absl::Status s;
     if (flags.flag() == "--help") {
-      std::fputs("usage: hotring control status|exit|reload [--json] [--socket PATH|@NAME] "
-                 "[--timeout S]\n",
+      std::fputs("usage: hotring control status|exit|reload|pending [--json] [--socket PATH|@NAME] "
+                 "[--timeout S]\n  pending: what is held, queued or running, and where\n",
                  stdout);
       return 0;
     } else if (flags.positional() && !command.has_value()) {
       command = ControlCommandFromName(flags.flag());
       if (!command.has_value() || *command == ControlCommand::kSettle ||
-          *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor) {
+          *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor ||
+          *command == ControlCommand::kTimeline) {
         s = flags.Error(absl::StrCat("unknown command '", flags.flag(),
-                                     "' (status, exit or reload)"));
+                                     "' (status, exit, reload or pending)"));
       }
     } else if (flags.flag() == "--socket") {
       absl::StatusOr<std::string> v = flags.String();
@@ -114,7 +183,10 @@ int ControlCommandMain(const std::vector<std::string>& args) {
   if (json) {
     std::vector<std::string> parts;
     for (const auto& [key, value] : reply->fields) {
-      parts.push_back(absl::StrCat(JsonQuote(key), ": ", value));
+      // Counters are numbers; `pending` describes events in text.
+      const bool number = !value.empty() && std::all_of(value.begin(), value.end(),
+                                                         [](char c) { return c >= '0' && c <= '9'; });
+      parts.push_back(absl::StrCat(JsonQuote(key), ": ", number ? value : JsonQuote(value)));
     }
     if (!reply->message.empty()) parts.push_back(absl::StrCat("\"message\": ", JsonQuote(reply->message)));
     std::printf("{%s}\n", absl::StrJoin(parts, ", ").c_str());

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +21,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/event_parser.h"
+#include "hotplug/fs_probe.h"
 #include "hotplug/sysfs.h"
 #include "io/netlink.h"
 #include "io/socket.h"
@@ -88,7 +90,9 @@ Daemon::Daemon(DaemonOptions options, std::unique_ptr<Handler> handler)
       null_handler_(dynamic_cast<const NullHandler*>(handler_.get()) != nullptr),
       reorderer_(ReordererOptions{.timeout = options_.reorder_timeout,
                                   .expect_seqnum = options_.expect_seqnum}),
-      scheduler_(options_.children_max > 0 ? options_.children_max : DefaultChildrenMax()) {}
+      scheduler_(options_.children_max > 0 ? options_.children_max : DefaultChildrenMax()),
+      handled_devices_(options_.handled_devices_max),
+      timeline_(MonoNow(), options_.timeline_keep) {}
 
 Daemon::~Daemon() {
   // Tasks go first (members declared last), then the sockets; the socket file goes last.
@@ -173,6 +177,10 @@ absl::Status Daemon::Init() {
   for (const DropReason reason : AllDropReasons()) {
     counters_.dropped[DropReasonName(reason)] = 0;
   }
+  if (!options_.record_timeline.empty()) {
+    HOTRING_RETURN_IF_ERROR(timeline_.OpenFile(options_.record_timeline));
+  }
+  handler_->SetStepRecorder(this);
   counters_.dropped["not_kernel"] = 0;
   counters_.dropped["not_root"] = 0;
   return absl::OkStatus();
@@ -205,6 +213,7 @@ Task<absl::Status> Daemon::Main() {
     workers_.CancelAll();
   }
   CheckIdle();
+  (void)timeline_.Flush();
   LogNotice("daemon stopped: %d received, %d handled, %d failed, %d timed out",
             counters_.received, counters_.handled, counters_.failed, counters_.timed_out);
   co_return absl::OkStatus();
@@ -326,9 +335,18 @@ void Daemon::HandleControlRequest(WireMessage message, const io::SocketAddress& 
       break;
     }
     case ControlCommand::kSettle:
+      for (const auto& [key, value] : request->options) {
+        if (key == "FOR") {
+          SettleFor(*request, from);
+          return;
+        }
+      }
       // Idle without netlink: nothing can be pending that the daemon has not seen (datagrams on
       // the control socket are read in order, so a `send` before this request came first).
-      if (Idle() && !netlink_fd_.valid()) break;
+      if (Idle() && !netlink_fd_.valid()) {
+        LogBurstSummary();
+        break;
+      }
       if (settlers_.size() >= kMaxSettlers) {
         reply.ok = false;
         reply.message = "too many settle requests waiting";
@@ -358,6 +376,12 @@ void Daemon::HandleControlRequest(WireMessage message, const io::SocketAddress& 
       }
       break;
     }
+    case ControlCommand::kPending:
+      reply = PendingReply(request->cookie);
+      break;
+    case ControlCommand::kTimeline:
+      reply = TimelineReply(*request);
+      break;
     case ControlCommand::kUnmonitor:
       monitors_.erase(std::remove_if(monitors_.begin(), monitors_.end(),
                                      [&](const Monitor& m) {
@@ -393,6 +417,10 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("monitors", monitors_.size());
   add("monitor_drops", counters_.monitor_drops);
   add("reply_failures", counters_.reply_failures);
+  add("probe_errors", counters_.probe_errors);
+  add("devices_remembered", handled_devices_.size());
+  add("timeline_records", timeline_.total());
+  add("timeline_write_errors", timeline_.write_errors());
   add("children_max", scheduler_.children_max());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
   std::vector<std::pair<std::string, uint64_t>> stage_counters;
@@ -412,10 +440,13 @@ void Daemon::Drop(DropReason reason, absl::string_view detail) {
 void Daemon::Drop(absl::string_view reason, absl::string_view detail) {
   uint64_t& count = counters_.dropped[reason];
   ++count;
-  // One line per drop for the first few of each reason, then one per power of two, so a flood
-  // of bad input cannot flood the log.
-  if (count <= 8 || (count & (count - 1)) == 0) {
-    LogWarning("dropped (%s, %d so far): %s", reason, count, detail);
+  // A line for the first few of each reason; the rest are counted (`control status`) and
+  // summed up when the burst settles, so a flood of bad input cannot flood a rate-limited log.
+  if (count <= 3) {
+    LogWarning("dropped (%s, %d so far%s): %s", reason, count,
+               count == 3 ? "; further ones only counted" : "", detail);
+  } else {
+    LogDebug("dropped (%s, %d so far): %s", reason, count, detail);
   }
 }
 
@@ -443,6 +474,10 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
     // In order with nothing held (the usual case) the event runs as it is, without a detour
     // through the reorderer's vector.
     const std::optional<PushDisposition> passed = reorderer_.PassThrough(seqnum);
+    // Built before the event may move into the reorderer; added unless it is a duplicate. An
+    // event that passes through gets one record for its reception and release instead.
+    TimelineRecord received;
+    if (!passed.has_value()) received = timeline_.ReceivedRecord(now, event);
     const PushDisposition disposition =
         passed.has_value() ? *passed : reorderer_.Push(std::move(event), now, released, missing);
     if (disposition == PushDisposition::kDuplicateOfHeld ||
@@ -460,10 +495,12 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
       }
     } else {
       ++counters_.received;
+      NoteReceived(now);
+      if (!passed.has_value()) timeline_.Add(std::move(received));
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
       NoteMissing(missing, "too many held events");
       if (passed.has_value()) {
-        (void)ReleaseOne(std::move(event), now);
+        (void)ReleaseOne(std::move(event), now, /*just_received=*/true);
         Pump();
       } else {
         Release(released, now);
@@ -491,7 +528,8 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
     return;
   }
   ++counters_.received;
-  const uint64_t id = ReleaseOne(std::move(event), now);
+  NoteReceived(now);
+  const uint64_t id = ReleaseOne(std::move(event), now, /*just_received=*/true);
   if (ack.has_value()) {
     EventRecord& record = events_.find(id)->second;
     record.acks.push_back(*ack);
@@ -515,14 +553,26 @@ void Daemon::NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_v
   for (const SeqnumRange& r : missing) count += r.count();
   counters_.missing_seqnums += count;
   LogWarning("%s: gave up waiting for SEQNUM %s", why, FormatSeqnums(missing));
+  if (timeline_.enabled()) {
+    const MonoTime now = MonoNow();
+    const absl::string_view kind = why == "reorder timeout" ? "timeout"
+                                   : why == "stopping"      ? "stopping"
+                                                            : "overflow";
+    for (const SeqnumRange& r : missing) timeline_.Gap(now, r.first, r.last, kind);
+  }
 }
 
-uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now) {
+uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now, bool just_received) {
   const uint64_t id = scheduler_.Enqueue(event.devpath);
   const std::optional<uint64_t> seqnum = event.seqnum;
   // Built in place: the event is moved once, into its record.
   EventRecord& record = events_.try_emplace(id, std::move(event)).first->second;
   record.released_at = now;
+  if (just_received) {
+    timeline_.ReceivedAndReleased(now, id, record.event);
+  } else {
+    timeline_.Released(now, id, record.event);
+  }
   if (seqnum.has_value()) {
     seqnum_to_id_.insert_or_assign(*seqnum, id);
     if (!held_acks_.empty()) {
@@ -581,6 +631,9 @@ class StartedHandler {
 }  // namespace
 
 void Daemon::StartEvent(uint64_t id) {
+  EventRecord& started = events_.find(id)->second;
+  started.started_at = MonoNow();
+  timeline_.Started(*started.started_at, id);
   if (null_handler_) {
     // NullHandler::Handle completes at once with a default result: skip its coroutine frame.
     FinishEvent(id, HandlerResult{});
@@ -588,7 +641,7 @@ void Daemon::StartEvent(uint64_t id) {
   }
   // events_ is a node map: the record stays put while other events come and go, so the
   // handler may keep its reference across suspensions.
-  const Event& event = events_.find(id)->second.event;
+  const Event& event = started.event;
   Task<HandlerResult> handling = handler_->Handle(*reactor_, event);
   handling.Start();
   if (handling.done()) {
@@ -627,17 +680,20 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
     case HandlerOutcome::kFailed:
       ++counters_.failed;
       if (log_it) {
-        LogWarning("%s SUBSYSTEM=%s: failed (%s) after %d us", EventLabel(event),
-                   event.subsystem, result.detail, absl::ToInt64Microseconds(took));
+        LogFailure(absl::StrCat(EventLabel(event), " SUBSYSTEM=", event.subsystem, ": failed (",
+                                result.detail, ") after ", absl::ToInt64Microseconds(took),
+                                " us"));
       }
       break;
     case HandlerOutcome::kTimedOut:
       ++counters_.timed_out;
       if (log_it) {
-        LogWarning("%s SUBSYSTEM=%s: %s", EventLabel(event), event.subsystem, result.detail);
+        LogFailure(absl::StrCat(EventLabel(event), " SUBSYSTEM=", event.subsystem, ": ",
+                                result.detail));
       }
       break;
   }
+  if (timeline_.enabled()) timeline_.Handled(MonoNow(), id, EventResultName(outcome));
   if (result.killed) ++counters_.killed;
   for (const AckTarget& target : record.acks) SendAck(target, event.seqnum, outcome);
   NotifyMonitors(event, outcome, took);
@@ -650,6 +706,9 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
   if (record.cookie != 0) {
     if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
   }
+  // The device's last handled state, for `settle --for`.
+  HandledDevice* handled = handled_devices_.Record(std::move(record.event));
+  if (handled != nullptr && !device_settlers_.empty()) OfferToDeviceSettlers(*handled);
   // Nothing above inserts into events_, so the iterator is still valid.
   events_.erase(record_it);
   if (const absl::Status finished = scheduler_.Finish(id); !finished.ok()) {
@@ -661,6 +720,7 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
 
 void Daemon::CheckIdle() {
   if (!Idle()) return;
+  (void)timeline_.Flush();
   if (!settlers_.empty()) {
     if (!netlink_fd_.valid()) {
       AnswerSettlers();
@@ -673,6 +733,7 @@ void Daemon::CheckIdle() {
 }
 
 void Daemon::AnswerSettlers() {
+  LogBurstSummary();
   std::vector<AckTarget> settlers = std::move(settlers_);
   settlers_.clear();
   for (const AckTarget& settler : settlers) {
@@ -842,6 +903,299 @@ void Daemon::Resync() {
   }
   counters_.resync_events += synthesized;
   LogNotice("resync: synthesized %d add events from %s", synthesized, options_.sysfs_root);
+}
+
+// ---- settle --for, pending, timeline, summaries ----
+
+void Daemon::Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) {
+  timeline_.Step(MonoNow(), event, took, what, ok);
+}
+
+void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& from) {
+  ControlReply reply;
+  reply.cookie = request.cookie;
+  std::vector<SettleCondition> conditions;
+  // A requester that gave up is forgotten at its deadline (default: 10 minutes).
+  int64_t timeout_ms = 600'000;
+  for (const auto& [key, value] : request.options) {
+    if (key == "TIMEOUT_MS") {
+      if (!absl::SimpleAtoi(value, &timeout_ms) || timeout_ms < 0) timeout_ms = 600'000;
+      timeout_ms = std::min<int64_t>(timeout_ms, 86'400'000);
+    }
+    if (key != "FOR") continue;
+    absl::StatusOr<SettleCondition> condition = ParseSettleCondition(value);
+    if (!condition.ok() || conditions.size() == 32) {
+      reply.ok = false;
+      reply.message = condition.ok() ? "at most 32 FOR conditions"
+                                     : std::string(condition.status().message());
+      SendTo(from, ControlReplyMessage(reply), false);
+      return;
+    }
+    conditions.push_back(*std::move(condition));
+  }
+  // A retransmitted request replaces its earlier copy.
+  device_settlers_.erase(std::remove_if(device_settlers_.begin(), device_settlers_.end(),
+                                        [&](const DeviceSettler& s) {
+                                          return SameAddress(s.target.address, from) &&
+                                                 s.target.cookie == request.cookie;
+                                        }),
+                         device_settlers_.end());
+  SettleWaiter waiter(std::move(conditions));
+  handled_devices_.ForEach([&](HandledDevice& device) {
+    for (const SettleCondition& c : waiter.conditions()) {
+      if (WantsProbe(device, c)) {
+        Probe(device);
+        break;
+      }
+    }
+    return waiter.Offer(device);
+  });
+  if (waiter.done()) {
+    reply.message = "settled";
+    SendTo(from, ControlReplyMessage(reply), false);
+    return;
+  }
+  const MonoTime now = MonoNow();
+  device_settlers_.erase(std::remove_if(device_settlers_.begin(), device_settlers_.end(),
+                                        [&](const DeviceSettler& s) { return s.expires < now; }),
+                         device_settlers_.end());
+  if (device_settlers_.size() >= kMaxSettlers) {
+    reply.ok = false;
+    reply.message = "too many settle requests waiting";
+    SendTo(from, ControlReplyMessage(reply), false);
+    return;
+  }
+  device_settlers_.push_back(DeviceSettler{AckTarget{from, request.cookie}, std::move(waiter),
+                                           now + absl::Milliseconds(timeout_ms)});
+}
+
+void Daemon::OfferToDeviceSettlers(HandledDevice& device) {
+  for (const DeviceSettler& settler : device_settlers_) {
+    bool probe = false;
+    for (size_t i = 0; i < settler.waiter.conditions().size(); ++i) {
+      probe |= !settler.waiter.met(i) && WantsProbe(device, settler.waiter.conditions()[i]);
+    }
+    if (probe) {
+      Probe(device);
+      break;
+    }
+  }
+  std::vector<AckTarget> done;
+  device_settlers_.erase(std::remove_if(device_settlers_.begin(), device_settlers_.end(),
+                                        [&](DeviceSettler& settler) {
+                                          if (!settler.waiter.Offer(device)) return false;
+                                          done.push_back(settler.target);
+                                          return true;
+                                        }),
+                         device_settlers_.end());
+  for (const AckTarget& target : done) {
+    ControlReply reply;
+    reply.cookie = target.cookie;
+    reply.message = "settled";
+    SendTo(target.address, ControlReplyMessage(reply), false);
+  }
+}
+
+void Daemon::Probe(HandledDevice& device) {
+  device.probed = true;
+  const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.event.devname);
+  // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= settle,
+  // once per handled block device.
+  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(path);
+  if (!fs.ok()) {
+    ++counters_.probe_errors;
+    if (counters_.probe_errors <= 3) {
+      LogWarning("probe %s (%s): %s", path, device.event.devpath, fs.status().ToString());
+    }
+    return;
+  }
+  device.fs = *std::move(fs);
+  if (device.fs.has_value()) {
+    LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
+            device.fs->uuid);
+  }
+}
+
+namespace {
+
+// "/a/b" and "/a/b/c" (either way round), or equal: the scheduler's blocking relation.
+absl::string_view Relation(absl::string_view earlier, absl::string_view later) {
+  if (earlier == later) return "same device";
+  if (later.size() > earlier.size() && absl::StartsWith(later, earlier) &&
+      later[earlier.size()] == '/') {
+    return "parent";
+  }
+  if (earlier.size() > later.size() && absl::StartsWith(earlier, later) &&
+      earlier[later.size()] == '/') {
+    return "child";
+  }
+  return "";
+}
+
+std::string SeqnumText(const Event& event) {
+  return event.seqnum.has_value() ? absl::StrCat(*event.seqnum) : "-";
+}
+
+std::string Millis(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d), " ms"); }
+
+}  // namespace
+
+ControlReply Daemon::PendingReply(uint32_t cookie) const {
+  // At most this many events are described: the reply must fit one datagram.
+  constexpr size_t kMaxDescribed = 20;
+  constexpr size_t kMaxLine = 300;
+  ControlReply reply;
+  reply.cookie = cookie;
+  const MonoTime now = MonoNow();
+  reply.fields.emplace_back("held", absl::StrCat(reorderer_.held()));
+  reply.fields.emplace_back("queued", absl::StrCat(scheduler_.queued()));
+  reply.fields.emplace_back("running", absl::StrCat(scheduler_.running()));
+  size_t described = 0;
+  size_t total = 0;
+  auto add = [&](const Event& event, std::string where) {
+    ++total;
+    if (described == kMaxDescribed) return;
+    ++described;
+    std::string line = absl::StrCat(SeqnumText(event), " ", event.devpath, " ", where);
+    if (line.size() > kMaxLine) line.resize(kMaxLine);
+    reply.fields.emplace_back("event", std::move(line));
+  };
+  // Release order: the running and queued events, oldest first; then what is held.
+  std::vector<uint64_t> ids;
+  ids.reserve(events_.size());
+  for (const auto& [id, record] : events_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const uint64_t id : ids) {
+    const EventRecord& record = events_.find(id)->second;
+    if (record.started_at.has_value()) {
+      const std::string what = handler_->Describe(record.event);
+      add(record.event, absl::StrCat("running for ", Millis(Since(*record.started_at, now)),
+                                     what.empty() ? "" : ": ", what));
+    }
+  }
+  for (const uint64_t id : ids) {
+    const EventRecord& record = events_.find(id)->second;
+    if (record.started_at.has_value()) continue;
+    if (described == kMaxDescribed) {
+      ++total;
+      continue;
+    }
+    // The latest earlier live event on a related DEVPATH is the one it waits for.
+    const EventRecord* blocker = nullptr;
+    absl::string_view relation;
+    for (const uint64_t other : ids) {
+      if (other >= id) break;
+      const EventRecord& r = events_.find(other)->second;
+      const absl::string_view rel = Relation(r.event.devpath, record.event.devpath);
+      if (!rel.empty()) {
+        blocker = &r;
+        relation = rel;
+      }
+    }
+    const std::string queued_for = Millis(Since(record.released_at, now));
+    if (blocker != nullptr) {
+      add(record.event, absl::StrCat("queued for ", queued_for, " behind SEQNUM ",
+                                     SeqnumText(blocker->event), " ", blocker->event.devpath,
+                                     " (", relation, ", ",
+                                     blocker->started_at.has_value() ? "running" : "queued",
+                                     ")"));
+    } else {
+      add(record.event, absl::StrCat("queued for ", queued_for, ": all ",
+                                     scheduler_.children_max(), " handler slots busy"));
+    }
+  }
+  const std::optional<uint64_t> expected = reorderer_.expected();
+  reorderer_.VisitHeld([&](const Event& event, MonoTime since) {
+    add(event, absl::StrCat("held for ", Millis(Since(since, now)), " behind a gap: SEQNUM ",
+                            expected.has_value() ? absl::StrCat(*expected) : "?",
+                            " not received (released after ",
+                            absl::FormatDuration(options_.reorder_timeout), ")"));
+    return true;
+  });
+  if (total > described) reply.fields.emplace_back("more", absl::StrCat(total - described));
+  return reply;
+}
+
+ControlReply Daemon::TimelineReply(const ControlRequest& request) const {
+  ControlReply reply;
+  reply.cookie = request.cookie;
+  uint64_t from = 0;
+  for (const auto& [key, value] : request.options) {
+    if (key == "FROM" && !absl::SimpleAtoi(value, &from)) {
+      reply.ok = false;
+      reply.message = "FROM wants a line number";
+      return reply;
+    }
+  }
+  std::vector<std::string> lines;
+  // One datagram: room for the header and the three counts; each line is a `line=...\0` field
+  // (6 bytes more than the line); a record's two lines (R and L) of a 4 KiB DEVPATH are cut to
+  // fit.
+  const uint64_t next = timeline_.Lines(from, kMaxWireBytes - 256, lines, kMaxWireFields - 8,
+                                        3800, 6);
+  reply.fields.emplace_back("first", absl::StrCat(timeline_.first_kept()));
+  reply.fields.emplace_back("next", absl::StrCat(next));
+  reply.fields.emplace_back("total", absl::StrCat(timeline_.total()));
+  for (std::string& line : lines) reply.fields.emplace_back("line", std::move(line));
+  return reply;
+}
+
+void Daemon::LogFailure(const std::string& line) {
+  constexpr uint64_t kLogged = 3;
+  ++failure_lines_;
+  if (failure_lines_ <= kLogged) {
+    LogWarning("%s%s", line,
+               failure_lines_ == kLogged ? " (further failures: counted, summed up when settled)"
+                                         : "");
+  } else {
+    LogInfo("%s", line);
+  }
+}
+
+uint64_t Daemon::ModulesLoaded() const {
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  handler_->AppendCounters(counters);
+  for (const auto& [key, value] : counters) {
+    if (key == "modules_loaded") return value;
+  }
+  return 0;
+}
+
+void Daemon::NoteReceived(MonoTime now) {
+  if (burst_start_.has_value()) return;
+  burst_start_ = now;
+  burst_received_base_ = counters_.received - 1;
+  burst_modules_base_ = ModulesLoaded();
+  burst_failed_base_ = counters_.failed + counters_.timed_out;
+}
+
+void Daemon::LogBurstSummary() {
+  if (!burst_start_.has_value()) return;
+  const absl::Duration took = Since(*burst_start_, MonoNow());
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  handler_->AppendCounters(counters);
+  bool has_modules = false;
+  for (const auto& [key, value] : counters) has_modules |= key == "modules_loaded";
+  std::string line = absl::StrCat(coldplug_reported_ ? "settled" : "coldplug", ": ",
+                                  counters_.received - burst_received_base_, " events");
+  if (has_modules) absl::StrAppend(&line, ", ", ModulesLoaded() - burst_modules_base_, " modules");
+  absl::StrAppend(&line, " in ", absl::ToInt64Milliseconds(took), " ms");
+  const uint64_t failed = counters_.failed + counters_.timed_out - burst_failed_base_;
+  if (failed > 0) absl::StrAppend(&line, "; ", failed, " failed or timed out");
+  std::vector<std::string> drops;
+  for (const auto& [reason, count] : counters_.dropped) {
+    if (count > 0 && reason != "duplicate") drops.push_back(absl::StrCat(reason, "=", count));
+  }
+  std::sort(drops.begin(), drops.end());
+  if (!drops.empty()) absl::StrAppend(&line, "; dropped ", absl::StrJoin(drops, " "));
+  if (counters_.probe_errors > 0) absl::StrAppend(&line, "; probe errors ", counters_.probe_errors);
+  if (coldplug_reported_) {
+    LogInfo("%s", line);
+  } else {
+    LogNotice("%s", line);
+  }
+  coldplug_reported_ = true;
+  burst_start_.reset();
 }
 
 }  // namespace hotring::hotplug

@@ -26,9 +26,11 @@
 #include "core/unique_fd.h"
 #include "hotplug/drop_reason.h"
 #include "hotplug/event.h"
+#include "hotplug/handled_devices.h"
 #include "hotplug/handler.h"
 #include "hotplug/reorderer.h"
 #include "hotplug/scheduler.h"
+#include "hotplug/timeline.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"
@@ -58,6 +60,11 @@ struct DaemonOptions {
   uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off
   // Called once when the daemon serves (sockets bound, reactor about to run): readiness.
   std::function<void()> on_ready;
+  // `settle --for` and `report`.
+  std::string record_timeline;           // --record-timeline FILE; empty: memory only
+  size_t timeline_keep = 8192;           // timeline lines kept for `report` (0: none)
+  size_t handled_devices_max = 4096;     // handled events remembered for `settle --for`
+  std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
 // Counters reported by `hotring control status`.
@@ -76,10 +83,12 @@ struct DaemonCounters {
   uint64_t resync_events = 0;     // add events synthesized by them
   uint64_t monitor_drops = 0;     // monitor datagrams that could not be queued
   uint64_t reply_failures = 0;    // acks/replies the kernel refused to queue
+  uint64_t probe_errors = 0;      // LABEL/UUID probes that failed or found a malformed superblock
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
-class Daemon {
+// Also the handler stages' StepRecorder: their steps (module loads) go to the timeline.
+class Daemon : private StepRecorder {
  public:
   // Binds the sockets (the control socket bind is the lock against a second daemon) and
   // prepares everything; nothing runs until Run().
@@ -101,7 +110,14 @@ class Daemon {
     Event event;
     std::vector<AckTarget> acks;
     MonoTime released_at;
+    std::optional<MonoTime> started_at;  // set once the handler runs
     uint32_t cookie = 0;  // SEQNUM-less events sent with an ack request
+  };
+  // A `settle --for` request waiting for its devices.
+  struct DeviceSettler {
+    AckTarget target;
+    SettleWaiter waiter;
+    MonoTime expires;  // the requester's TIMEOUT_MS: forgotten after it (it stopped waiting)
   };
   struct Monitor {
     io::SocketAddress address;
@@ -110,6 +126,7 @@ class Daemon {
 
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
+  void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override;
   Task<absl::Status> Main();
   Task<void> ReceiveControl();
   Task<void> ReceiveNetlink();
@@ -126,8 +143,9 @@ class Daemon {
   void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack);
   // Queues every event (moving each out of `events`) and pumps.
   void Release(std::vector<Event>& events, MonoTime now);
-  // Queues one released event (the caller pumps); returns its scheduler id.
-  uint64_t ReleaseOne(Event&& event, MonoTime now);
+  // Queues one released event (the caller pumps); returns its scheduler id. `just_received`:
+  // it was accepted at `now` and never held (one timeline record for both).
+  uint64_t ReleaseOne(Event&& event, MonoTime now, bool just_received = false);
   void NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_view why);
   void Pump();
   // Runs the handler on a runnable event. A handler that completes without suspending (the
@@ -137,6 +155,21 @@ class Daemon {
   void FinishEvent(uint64_t id, const HandlerResult& result);
   void CheckIdle();
   void AnswerSettlers();
+  // `settle --for`: answered at once when recorded devices already satisfy it, else kept.
+  void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
+  // A device was handled: tell the `settle --for` requests.
+  void OfferToDeviceSettlers(HandledDevice& device);
+  // Reads the device's superblock for LABEL/UUID (once per handling).
+  void Probe(HandledDevice& device);
+  [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;
+  [[nodiscard]] ControlReply TimelineReply(const ControlRequest& request) const;
+  // The first few failures get a line each; the rest are counted in the settle summary.
+  void LogFailure(const std::string& line);
+  // The line written when coldplug (or a later burst) settles.
+  void LogBurstSummary();
+  [[nodiscard]] uint64_t ModulesLoaded() const;
+  // An event was accepted at `now`: starts a burst if none is running.
+  void NoteReceived(MonoTime now);
   // True while the netlink socket holds a datagram the daemon has not read yet.
   [[nodiscard]] bool NetlinkUnread() const;
   void Resync();
@@ -177,6 +210,16 @@ class Daemon {
   std::deque<uint32_t> cookie_order_;
   std::vector<Monitor> monitors_;
   std::vector<AckTarget> settlers_;
+  std::vector<DeviceSettler> device_settlers_;
+  HandledDevices handled_devices_;
+  TimelineRecorder timeline_;
+  // The current burst of events (coldplug first): since its first event, until settled.
+  std::optional<MonoTime> burst_start_;
+  uint64_t burst_received_base_ = 0;
+  uint64_t burst_modules_base_ = 0;
+  uint64_t burst_failed_base_ = 0;
+  bool coldplug_reported_ = false;
+  uint64_t failure_lines_ = 0;
   bool pumping_ = false;
   bool pump_again_ = false;
   bool stopping_ = false;

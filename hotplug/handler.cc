@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "core/status.h"
 
 namespace hotring::hotplug {
@@ -47,6 +50,17 @@ void HandlerChain::AppendCounters(std::vector<std::pair<std::string, uint64_t>>&
   for (const std::unique_ptr<Handler>& link : links_) link->AppendCounters(out);
 }
 
+std::string HandlerChain::Describe(const Event& event) const {
+  std::string out;
+  for (const std::unique_ptr<Handler>& link : links_) {
+    const std::string what = link->Describe(event);
+    if (what.empty()) continue;
+    if (!out.empty()) out += "; ";
+    out += what;
+  }
+  return out;
+}
+
 Task<HandlerResult> NullHandler::Handle(io::Reactor& reactor, const Event& event) {
   co_return HandlerResult{};
 }
@@ -59,8 +73,30 @@ absl::StatusOr<std::unique_ptr<ExecHandler>> ExecHandler::Create(Options options
   if (::access(options.program.c_str(), X_OK) != 0) {
     return ErrnoStatus(absl::StrCat("access(", options.program, ", X_OK)"));
   }
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
+  Spawner::Options spawner_options;
+  // A handler that complains on every event must not flood a rate-limited kmsg: the first few
+  // stderr lines are warnings, later ones info (stdout is info from the start).
+  spawner_options.line_sink = [stderr_lines = std::make_shared<uint64_t>(0)](
+                                  const OutputLine& line) {
+    constexpr uint64_t kWarned = 5;
+    const absl::string_view mark = line.truncated ? " [truncated]" : "";
+    if (line.stream == OutputStream::kStderr && ++*stderr_lines <= kWarned) {
+      LogWarning("%s %s[%d]: %s%s%s", line.label, line.program, line.pid, line.text, mark,
+                 *stderr_lines == kWarned ? " (further handler stderr lines: info level)" : "");
+    } else {
+      LogInfo("%s %s[%d]: %s%s", line.label, line.program, line.pid, line.text, mark);
+    }
+  };
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner,
+                           Spawner::Create(std::move(spawner_options)));
   return std::unique_ptr<ExecHandler>(new ExecHandler(std::move(options), std::move(spawner)));
+}
+
+std::string ExecHandler::Describe(const Event& event) const {
+  const auto it = running_.find(&event);
+  if (it == running_.end()) return "";
+  return absl::StrCat("exec pid ", it->second, ": ", options_.program, " ",
+                      event.subsystem.substr(0, 64));
 }
 
 Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event) {
@@ -80,6 +116,13 @@ Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event
   request.label = EventLabel(event);
   request.timeout = options_.timeout;
   request.kill_grace = options_.kill_grace;
+  request.on_started = [this, &event](pid_t pid) { running_[&event] = pid; };
+  // Forgets the child however Handle ends (a dropped task included).
+  struct Forget {
+    absl::flat_hash_map<const Event*, pid_t>& running;
+    const Event* event;
+    ~Forget() { running.erase(event); }
+  } forget{running_, &event};
   absl::StatusOr<SpawnResult> run = co_await spawner_->Run(reactor, std::move(request));
   HandlerResult result;
   if (!run.ok()) {

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/task.h"
 #include "hotplug/event.h"
@@ -28,6 +30,16 @@ struct HandlerResult {
   std::string detail;   // for the log: "exit 3", "signal 11", "exec: No such file", ...
 };
 
+// Where a stage reports a step of handling an event that deserves its own row in `hotring
+// report` (a module load): what it was, how long it took, whether it worked. The daemon's
+// timeline implements it.
+class StepRecorder {
+ public:
+  virtual ~StepRecorder() = default;
+  // `what`: one word, e.g. the module's name (spaces become '_').
+  virtual void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) = 0;
+};
+
 // Handles events. Implementations own whatever they need (a Spawner, parsed rules).
 class Handler {
  public:
@@ -39,8 +51,16 @@ class Handler {
   // One word for logs and status: "exec", "none".
   [[nodiscard]] virtual std::string Name() const = 0;
   // Appends this stage's counters for `control status` ("rules_nodes_made", ...). Names are
-  // unique across stages: each stage prefixes its own.
+  // unique across stages: each stage prefixes its own. The daemon's coldplug summary counts
+  // modules from a counter named "modules_loaded".
   virtual void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {}
+  // What handling `event` (one this handler is running now) waits for, for `settle`'s report of
+  // pending events: "exec pid 42: /lib/hotring/handler block", "loading virtio_blk". Empty:
+  // nothing to say. Bounded: a few hundred bytes.
+  [[nodiscard]] virtual std::string Describe(const Event& event) const { return ""; }
+  // Gives the stage a place to report steps (borrowed: it outlives the handler's use of it;
+  // null: none). The default reports nothing.
+  virtual void SetStepRecorder(StepRecorder* recorder) {}
 };
 
 // The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
@@ -56,6 +76,11 @@ class HandlerChain final : public Handler {
   // "modules+rules+exec"; "none" when empty.
   [[nodiscard]] std::string Name() const override;
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  // The descriptions of the links that have something to say, joined by "; ".
+  [[nodiscard]] std::string Describe(const Event& event) const override;
+  void SetStepRecorder(StepRecorder* recorder) override {
+    for (const std::unique_ptr<Handler>& link : links_) link->SetStepRecorder(recorder);
+  }
   [[nodiscard]] bool empty() const { return links_.empty(); }
 
  private:
@@ -82,12 +107,17 @@ class ExecHandler final : public Handler {
 
   Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
   [[nodiscard]] std::string Name() const override { return "exec"; }
+  // "exec pid 42: /lib/hotring/handler block".
+  [[nodiscard]] std::string Describe(const Event& event) const override;
 
  private:
   ExecHandler(Options options, std::unique_ptr<Spawner> spawner)
       : options_(std::move(options)), spawner_(std::move(spawner)) {}
   Options options_;
   std::unique_ptr<Spawner> spawner_;
+  // The child's pid by event (the daemon keeps each running event at a stable address); entries
+  // live from the child's start to the end of Handle, also when the handling task is dropped.
+  absl::flat_hash_map<const Event*, pid_t> running_;
 };
 
 // "SEQNUM=12 ACTION=add DEVPATH=/devices/x" (SEQNUM omitted when absent): how logs name events.

@@ -34,6 +34,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
 #include "hotplug/event.h"
@@ -133,6 +134,13 @@ class Reorderer {
   [[nodiscard]] std::optional<MonoTime> NextDeadline() const;
 
   [[nodiscard]] size_t held() const { return held_.size(); }
+  // Calls `visit(event, held_since)` on held events in SEQNUM order until it returns false
+  // (what `settle` reports as pending).
+  void VisitHeld(absl::FunctionRef<bool(const Event&, MonoTime)> visit) const {
+    for (const auto& [seqnum, held] : held_) {
+      if (!visit(held.event, held.since)) return;
+    }
+  }
   // The next SEQNUM released in order; nullopt before the first event (without expect_seqnum).
   [[nodiscard]] std::optional<uint64_t> expected() const { return expected_; }
   [[nodiscard]] const ReordererCounters& counters() const { return counters_; }

@@ -657,6 +657,7 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
 
   SpawnResult result;
   result.pid = child.pid();
+  if (request.on_started) request.on_started(child.pid());
   const absl::string_view program = BaseName(request.program);
   RunOutput output{request, options_.line_sink,
                    request.label.empty()

@@ -48,6 +48,8 @@ struct SpawnRequest {
   size_t max_line_bytes = 1024;    // longer lines are cut (and counted as truncated)
   size_t max_log_bytes = 64 * 1024;  // per run, both streams; later lines are counted, not logged
   LeftoverPolicy leftovers = LeftoverPolicy::kKill;
+  // Told the child's pid once it runs (so a handler can say what an event waits for).
+  std::function<void(pid_t)> on_started;
 };
 
 // Counters of one output stream of one run.

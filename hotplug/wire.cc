@@ -310,6 +310,8 @@ absl::string_view ControlCommandName(ControlCommand command) {
     case ControlCommand::kSettle: return "settle";
     case ControlCommand::kMonitor: return "monitor";
     case ControlCommand::kUnmonitor: return "unmonitor";
+    case ControlCommand::kPending: return "pending";
+    case ControlCommand::kTimeline: return "timeline";
   }
   return "unknown";
 }
@@ -317,7 +319,8 @@ absl::string_view ControlCommandName(ControlCommand command) {
 std::optional<ControlCommand> ControlCommandFromName(absl::string_view name) {
   for (const ControlCommand c : {ControlCommand::kStatus, ControlCommand::kExit,
                                  ControlCommand::kReload, ControlCommand::kSettle,
-                                 ControlCommand::kMonitor, ControlCommand::kUnmonitor}) {
+                                 ControlCommand::kMonitor, ControlCommand::kUnmonitor,
+                                 ControlCommand::kPending, ControlCommand::kTimeline}) {
     if (ControlCommandName(c) == name) return c;
   }
   return std::nullopt;

@@ -18,7 +18,8 @@
 //                    reply with a kAck once the event was handled (or found a duplicate).
 //   kAck             RESULT=handled|failed|duplicate|timed_out, SEQNUM=N when the event had one;
 //                    cookie = the event message's cookie.
-//   kControlRequest  first COMMAND=status|exit|reload|settle|monitor|unmonitor, then options
+//   kControlRequest  first COMMAND=status|exit|reload|settle|monitor|unmonitor|pending|timeline,
+//                    then options
 //                    (free-form KEY=VALUE, meaning defined by the command).
 //   kControlReply    first STATUS=ok|error, then optionally MESSAGE=text, then data fields in
 //                    order (for `status`: one field per counter, e.g. received=12).
@@ -130,7 +131,16 @@ struct MonitorEvent {
 
 // ---- Control ----
 
-enum class ControlCommand { kStatus, kExit, kReload, kSettle, kMonitor, kUnmonitor };
+enum class ControlCommand {
+  kStatus,
+  kExit,
+  kReload,
+  kSettle,     // options: FOR=KEY=VALUE (repeatable): only until matching devices are handled
+  kMonitor,
+  kUnmonitor,
+  kPending,    // what is held, queued or running, and where (bounded)
+  kTimeline,   // kept timeline lines; option FROM=N (line number to start at)
+};
 [[nodiscard]] absl::string_view ControlCommandName(ControlCommand command);  // "status", ...
 [[nodiscard]] std::optional<ControlCommand> ControlCommandFromName(absl::string_view name);
 

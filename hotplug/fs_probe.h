@@ -1,0 +1,42 @@
+// Filesystem identity (type, LABEL, UUID) from a block device's superblock, for
+// `settle --for LABEL=...|UUID=...` when no earlier stage set ID_FS_LABEL/ID_FS_UUID. Knows
+// ext2/3/4, vfat, btrfs, xfs and Linux swap; reads at most a few small blocks at fixed offsets.
+// The format logic takes a reader callback (no fds), so tests feed it crafted images.
+#ifndef HOTRING_HOTPLUG_FS_PROBE_H_
+#define HOTRING_HOTPLUG_FS_PROBE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace hotring::hotplug {
+
+// What a superblock says. Owns its strings; `label` and `uuid` are empty when the filesystem
+// has none.
+struct FsIdentity {
+  std::string type;   // "ext4", "vfat", "btrfs", "xfs", "swap", ...
+  std::string label;  // as blkid prints it: trailing spaces/NULs removed
+  std::string uuid;   // "0123abcd-...", or "ABCD-1234" for vfat
+};
+
+// Reads up to `length` bytes at `offset`; fewer (or none) past the end of the device.
+using ProbeReader = absl::FunctionRef<absl::StatusOr<std::string>(uint64_t offset, size_t length)>;
+
+// The largest single read ProbeFilesystem asks for, and the furthest byte it reads.
+inline constexpr size_t kMaxProbeRead = 4096;
+inline constexpr uint64_t kMaxProbeOffset = 65536 + 4096;
+
+// nullopt: no filesystem this prober knows. An error (InvalidArgument/DataLoss) when a known
+// magic is present but the superblock is malformed or cut short, or when reading failed.
+[[nodiscard]] absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystem(ProbeReader read);
+
+// ProbeFilesystem on a file or block device (opened read-only, pread only).
+[[nodiscard]] absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& path);
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_FS_PROBE_H_

@@ -1,0 +1,106 @@
+#include "hotplug/handled_devices.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hotring::hotplug {
+
+absl::StatusOr<SettleCondition> ParseSettleCondition(absl::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == absl::string_view::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--for wants KEY=VALUE (DEVNAME=vda, SUBSYSTEM=net, LABEL=root), not '",
+                     text, "'"));
+  }
+  SettleCondition condition{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+  for (const char c : condition.key) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(absl::StrCat("--for: bad key '", condition.key, "'"));
+    }
+  }
+  if (condition.key == "DEVNAME" && absl::StartsWith(condition.value, "/dev/")) {
+    condition.value.erase(0, 5);
+  }
+  return condition;
+}
+
+namespace {
+
+std::optional<absl::string_view> FsProperty(const HandledDevice& device, absl::string_view key) {
+  return device.event.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
+}
+
+}  // namespace
+
+bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
+  if (condition.names_filesystem()) {
+    if (const std::optional<absl::string_view> v = FsProperty(device, condition.key)) {
+      return *v == condition.value;
+    }
+    if (!device.fs.has_value()) return false;
+    const std::string& v = condition.key == "LABEL" ? device.fs->label : device.fs->uuid;
+    // blkid prints vfat ids in upper case and the rest in lower case; people type either.
+    return !v.empty() && (condition.key == "UUID" ? absl::EqualsIgnoreCase(v, condition.value)
+                                                   : v == condition.value);
+  }
+  const std::optional<absl::string_view> v = device.event.Get(condition.key);
+  return v.has_value() && *v == condition.value;
+}
+
+bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
+  return condition.names_filesystem() && !device.probed && device.event.subsystem == "block" &&
+         !device.event.devname.empty() && !FsProperty(device, condition.key).has_value();
+}
+
+void HandledDevices::Forget(absl::string_view devpath) {
+  const auto it = index_.find(devpath);
+  if (it == index_.end()) return;
+  const size_t slot = it->second;
+  index_.erase(it);  // before the slot changes: the key views the slot's DEVPATH
+  slots_[slot] = HandledDevice();
+}
+
+HandledDevice* HandledDevices::Record(Event&& event) {
+  Forget(event.devpath);
+  if (event.action == "remove") return nullptr;
+  HandledDevice& slot = slots_[next_];
+  if (!slot.empty()) Forget(slot.event.devpath);  // the oldest event's device falls out
+  slot.event = std::move(event);
+  slot.probed = false;
+  slot.fs.reset();
+  // Keyed by the slot's own string (a short DEVPATH lives inside it, so view it only now).
+  index_.emplace(slot.event.devpath, next_);
+  next_ = (next_ + 1) % slots_.size();
+  return &slot;
+}
+
+void HandledDevices::ForEach(absl::FunctionRef<bool(HandledDevice&)> visit) {
+  for (HandledDevice& device : slots_) {
+    if (!device.empty() && visit(device)) return;
+  }
+}
+
+bool SettleWaiter::Offer(const HandledDevice& device) {
+  for (size_t i = 0; i < conditions_.size(); ++i) {
+    if (!met_[i] && Satisfies(device, conditions_[i])) met_[i] = true;
+  }
+  return done();
+}
+
+bool SettleWaiter::done() const {
+  for (const bool m : met_) {
+    if (!m) return false;
+  }
+  return true;
+}
+
+std::string SettleWaiter::Unmet() const {
+  std::vector<std::string> unmet;
+  for (size_t i = 0; i < conditions_.size(); ++i) {
+    if (!met_[i]) unmet.push_back(conditions_[i].ToString());
+  }
+  return absl::StrJoin(unmet, ", ");
+}
+
+}  // namespace hotring::hotplug

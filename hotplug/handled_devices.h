@@ -1,0 +1,100 @@
+// What `hotring settle --for KEY=VALUE` waits for, and the daemon's bounded memory of the
+// devices it has handled (by DEVPATH, with their properties), so a settle that comes after the
+// device was handled still returns at once. Pure logic: no fds, no clock; filesystem identities
+// come from the caller (fs_probe.h).
+#ifndef HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+#define HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "hotplug/event.h"
+#include "hotplug/fs_probe.h"
+
+namespace hotring::hotplug {
+
+// One `--for KEY=VALUE`. Owns its strings.
+struct SettleCondition {
+  std::string key;
+  std::string value;
+  // LABEL and UUID name a filesystem: ID_FS_LABEL/ID_FS_UUID, or the superblock.
+  [[nodiscard]] bool names_filesystem() const { return key == "LABEL" || key == "UUID"; }
+  [[nodiscard]] std::string ToString() const { return key + "=" + value; }
+};
+
+// "KEY=VALUE": KEY non-empty, printable, no space; DEVNAME=/dev/vda is read as DEVNAME=vda
+// (DEVNAME is relative to /dev in uevents). InvalidArgument otherwise.
+[[nodiscard]] absl::StatusOr<SettleCondition> ParseSettleCondition(absl::string_view text);
+
+// A device as it was last handled: its event and what a probe found. Owns them.
+struct HandledDevice {
+  Event event;
+  bool probed = false;           // the superblock was read (once per handling)
+  std::optional<FsIdentity> fs;  // what it said (nullopt: nothing known, or not probed)
+  [[nodiscard]] bool empty() const { return event.devpath.empty(); }
+};
+
+// True when `device` satisfies `condition`: an event property with that exact value; for
+// LABEL/UUID, ID_FS_LABEL/ID_FS_UUID when the event has them, else the probed identity.
+[[nodiscard]] bool Satisfies(const HandledDevice& device, const SettleCondition& condition);
+
+// Whether a probe could tell more about `condition` on `device`: a LABEL/UUID condition on a
+// block device with a DEVNAME that carries no ID_FS_* of its own and was not probed yet.
+[[nodiscard]] bool WantsProbe(const HandledDevice& device, const SettleCondition& condition);
+
+// The last handled state of each DEVPATH among the last `max_events` handled events: a ring of
+// slots, one per handled event; a device handled again moves to the newest slot, a handled
+// `remove` forgets it. Events are moved in (the daemon is done with them), so recording costs
+// no copy, and memory is bounded. Owns the slots.
+class HandledDevices {
+ public:
+  explicit HandledDevices(size_t max_events) : slots_(max_events < 1 ? 1 : max_events) {}
+  HandledDevices(const HandledDevices&) = delete;
+  HandledDevices& operator=(const HandledDevices&) = delete;
+
+  // Records a handled event (moved in) and returns its entry (valid until the next Record);
+  // nullptr for `remove`.
+  HandledDevice* Record(Event&& event);
+  // Calls `visit` on every recorded device until it returns true.
+  void ForEach(absl::FunctionRef<bool(HandledDevice&)> visit);
+  [[nodiscard]] size_t size() const { return index_.size(); }
+
+ private:
+  void Forget(absl::string_view devpath);
+
+  std::vector<HandledDevice> slots_;
+  size_t next_ = 0;  // the slot the next event takes
+  // Live slots by DEVPATH; the keys view the slots' own strings.
+  absl::flat_hash_map<absl::string_view, size_t> index_;
+};
+
+// The conditions of one `settle --for` request and which of them a handled device has met.
+// Every condition must be met, each by some device (not necessarily the same one).
+class SettleWaiter {
+ public:
+  explicit SettleWaiter(std::vector<SettleCondition> conditions)
+      : conditions_(std::move(conditions)), met_(conditions_.size(), false) {}
+  // Marks the conditions `device` satisfies; true once all are met.
+  bool Offer(const HandledDevice& device);
+  [[nodiscard]] bool done() const;
+  // The conditions not met yet, e.g. "LABEL=root, SUBSYSTEM=net".
+  [[nodiscard]] std::string Unmet() const;
+  [[nodiscard]] const std::vector<SettleCondition>& conditions() const { return conditions_; }
+  [[nodiscard]] bool met(size_t i) const { return met_[i]; }
+
+ private:
+  std::vector<SettleCondition> conditions_;
+  std::vector<bool> met_;
+};
+
+}  // namespace hotring::hotplug
+
+#endif  // HOTRING_HOTPLUG_HANDLED_DEVICES_H_

@@ -1,0 +1,108 @@
+#include "hotplug/handled_devices.h"
+
+#include "gtest/gtest.h"
+
+namespace hotring::hotplug {
+namespace {
+
+Event Device(std::string action, std::string devpath, std::string subsystem,
+             std::vector<std::pair<std::string, std::string>> extra = {}) {
+  Event e;
+  e.action = action;
+  e.devpath = devpath;
+  e.subsystem = subsystem;
+  e.env = {{"ACTION", action}, {"DEVPATH", devpath}, {"SUBSYSTEM", subsystem}};
+  for (auto& [k, v] : extra) {
+    if (k == "DEVNAME") e.devname = v;
+    e.env.emplace_back(k, v);
+  }
+  return e;
+}
+
+SettleCondition Cond(absl::string_view text) {
+  absl::StatusOr<SettleCondition> c = ParseSettleCondition(text);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(SettleConditionTest, Parses) {
+  EXPECT_EQ(Cond("DEVNAME=/dev/vda").value, "vda");
+  EXPECT_EQ(Cond("DEVPATH=/devices/a=b").value, "/devices/a=b");
+  EXPECT_EQ(Cond("LABEL=").value, "");
+  EXPECT_TRUE(Cond("UUID=x").names_filesystem());
+  EXPECT_FALSE(ParseSettleCondition("vda").ok());
+  EXPECT_FALSE(ParseSettleCondition("=vda").ok());
+  EXPECT_FALSE(ParseSettleCondition("DEV NAME=vda").ok());
+}
+
+TEST(HandledDevicesTest, PropertiesMatchExactly) {
+  HandledDevice d{Device("add", "/devices/virtio1/block/vda", "block", {{"DEVNAME", "vda"}})};
+  EXPECT_TRUE(Satisfies(d, Cond("DEVNAME=vda")));
+  EXPECT_TRUE(Satisfies(d, Cond("DEVNAME=/dev/vda")));
+  EXPECT_FALSE(Satisfies(d, Cond("DEVNAME=vdb")));
+  EXPECT_TRUE(Satisfies(d, Cond("SUBSYSTEM=block")));
+  EXPECT_FALSE(Satisfies(d, Cond("SUBSYSTEM=net")));
+  EXPECT_FALSE(Satisfies(d, Cond("MODALIAS=x")));
+}
+
+TEST(HandledDevicesTest, FilesystemFromPropertiesOrProbe) {
+  HandledDevice tagged{Device("add", "/devices/b/vda1", "block",
+                              {{"DEVNAME", "vda1"}, {"ID_FS_LABEL", "root"}})};
+  EXPECT_TRUE(Satisfies(tagged, Cond("LABEL=root")));
+  EXPECT_FALSE(WantsProbe(tagged, Cond("LABEL=root")));  // the property decides
+  EXPECT_TRUE(WantsProbe(tagged, Cond("UUID=x")));       // no ID_FS_UUID: the superblock may
+
+  HandledDevice plain{Device("add", "/devices/b/vda2", "block", {{"DEVNAME", "vda2"}})};
+  EXPECT_TRUE(WantsProbe(plain, Cond("LABEL=data")));
+  EXPECT_FALSE(Satisfies(plain, Cond("LABEL=data")));
+  plain.probed = true;
+  plain.fs = FsIdentity{"vfat", "data", "ABCD-1234"};
+  EXPECT_FALSE(WantsProbe(plain, Cond("LABEL=data")));
+  EXPECT_TRUE(Satisfies(plain, Cond("LABEL=data")));
+  EXPECT_TRUE(Satisfies(plain, Cond("UUID=abcd-1234")));  // case-insensitive UUIDs
+  EXPECT_FALSE(Satisfies(plain, Cond("LABEL=DATA")));     // labels are exact
+  EXPECT_FALSE(Satisfies(plain, Cond("LABEL=")));         // an empty label matches nothing
+
+  HandledDevice nic{Device("add", "/devices/net/eth0", "net", {{"INTERFACE", "eth0"}})};
+  EXPECT_FALSE(WantsProbe(nic, Cond("LABEL=data")));
+}
+
+TEST(HandledDevicesTest, RemoveForgetsAndTheRecordIsBounded) {
+  HandledDevices devices(3);
+  ASSERT_NE(devices.Record(Device("add", "/devices/a", "x")), nullptr);
+  ASSERT_NE(devices.Record(Device("add", "/devices/b", "x")), nullptr);
+  EXPECT_EQ(devices.Record(Device("remove", "/devices/a", "x")), nullptr);
+  EXPECT_EQ(devices.size(), 1u);
+  for (int i = 0; i < 100; ++i) {
+    HandledDevice* d = devices.Record(Device("change", "/devices/b", "x"));
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->event.action, "change");
+  }
+  ASSERT_NE(devices.Record(Device("add", "/devices/c", "x")), nullptr);
+  ASSERT_NE(devices.Record(Device("add", "/devices/d", "x")), nullptr);
+  ASSERT_NE(devices.Record(Device("add", "/devices/e", "x")), nullptr);
+  EXPECT_EQ(devices.size(), 3u);
+  std::vector<std::string> kept;
+  devices.ForEach([&](HandledDevice& d) {
+    kept.push_back(d.event.devpath);
+    return false;
+  });
+  std::sort(kept.begin(), kept.end());
+  // The ring holds the last 3 events: b (recorded again and again, but before c, d and e)
+  // fell out.
+  EXPECT_EQ(kept, (std::vector<std::string>{"/devices/c", "/devices/d", "/devices/e"}));
+}
+
+TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
+  SettleWaiter waiter({Cond("DEVNAME=vda"), Cond("SUBSYSTEM=net")});
+  EXPECT_FALSE(waiter.Offer(HandledDevice{Device("add", "/devices/other", "usb")}));
+  EXPECT_FALSE(
+      waiter.Offer(HandledDevice{Device("add", "/devices/vda", "block", {{"DEVNAME", "vda"}})}));
+  EXPECT_EQ(waiter.Unmet(), "SUBSYSTEM=net");
+  EXPECT_TRUE(waiter.Offer(HandledDevice{Device("add", "/devices/eth0", "net")}));
+  EXPECT_TRUE(waiter.done());
+  EXPECT_EQ(waiter.Unmet(), "");
+}
+
+}  // namespace
+}  // namespace hotring::hotplug

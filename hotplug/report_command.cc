@@ -1,0 +1,127 @@
+// `hotring report`: where boot time went, from a running daemon's kept timeline or from a file
+// written with `daemon --record-timeline FILE`; text on stdout, a picture with --svg FILE.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "hotplug/client.h"
+#include "hotplug/commands.h"
+#include "hotplug/report/report.h"
+#include "hotplug/report/svg.h"
+#include "hotplug/report/timeline_parse.h"
+#include "hotplug/timeline.h"
+#include "hotplug/wire.h"
+
+namespace hotring::hotplug {
+namespace {
+
+constexpr char kReportUsage[] =
+    "usage: hotring report [--from FILE] [--socket PATH|@NAME] [--svg FILE] [--top N]\n"
+    "  the slowest events, handlers and module loads, the time each device waited for the\n"
+    "  event before it, and gaps released by timeout\n"
+    "  --from FILE     a timeline written by `hotring daemon --record-timeline FILE`\n"
+    "                  (default: ask the running daemon for the lines it kept)\n"
+    "  --svg FILE      also draw the timeline: one row per event or module load, like\n"
+    "                  systemd-analyze plot\n"
+    "  --top N         entries per list (default 10)\n";
+
+// The daemon's kept lines, page by page (one datagram each).
+absl::StatusOr<std::string> FetchTimeline(const std::string& socket) {
+  std::string text = absl::StrCat(kTimelineHeader, "\n");
+  uint64_t from = 0;
+  for (int page = 0; page < 100000; ++page) {
+    ControlRequest request;
+    request.command = ControlCommand::kTimeline;
+    request.options.emplace_back("FROM", absl::StrCat(from));
+    HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(socket, std::move(request), absl::Seconds(5)));
+    if (!reply.ok) return absl::UnavailableError(reply.message);
+    uint64_t next = from;
+    uint64_t total = 0;
+    size_t lines = 0;
+    for (const auto& [key, value] : reply.fields) {
+      if (key == "next") (void)absl::SimpleAtoi(value, &next);
+      if (key == "total") (void)absl::SimpleAtoi(value, &total);
+      if (key == "line") {
+        absl::StrAppend(&text, value, "\n");
+        ++lines;
+      }
+    }
+    if (lines == 0 || next >= total || next <= from) break;
+    from = next;
+  }
+  return text;
+}
+
+}  // namespace
+
+int ReportCommand(const std::vector<std::string>& args) {
+  std::string socket(kDefaultSocket);
+  std::string from_file;
+  std::string svg_file;
+  int64_t top = 10;
+  FlagReader flags("report", args);
+  auto parse = [&]() -> absl::Status {
+    while (flags.Next()) {
+      const std::string& f = flags.flag();
+      if (f == "--help") {
+        std::fputs(kReportUsage, stdout);
+        std::exit(0);
+      } else if (f == "--socket") {
+        HOTRING_ASSIGN_OR_RETURN(socket, flags.String());
+      } else if (f == "--from") {
+        HOTRING_ASSIGN_OR_RETURN(from_file, flags.String());
+      } else if (f == "--svg") {
+        HOTRING_ASSIGN_OR_RETURN(svg_file, flags.String());
+      } else if (f == "--top") {
+        HOTRING_ASSIGN_OR_RETURN(top, flags.IntInRange(1, 10000));
+      } else {
+        return flags.Unknown();
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("report", parsed);
+
+  std::string text;
+  if (!from_file.empty()) {
+    std::ifstream in(from_file, std::ios::binary);
+    if (!in) return ReportError("report", absl::NotFoundError(absl::StrCat("cannot read ", from_file)));
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  } else {
+    absl::StatusOr<std::string> fetched = FetchTimeline(socket);
+    if (!fetched.ok()) return ReportError("report", fetched.status());
+    text = *std::move(fetched);
+  }
+  absl::StatusOr<report::Timeline> timeline = report::ParseTimeline(text);
+  if (!timeline.ok()) return ReportError("report", timeline.status());
+  const report::Summary summary = report::Summarize(*timeline, static_cast<size_t>(top));
+  std::fputs(report::FormatReport(*timeline, summary).c_str(), stdout);
+  if (!svg_file.empty()) {
+    report::SvgOptions options;
+    const size_t slash = from_file.rfind('/');
+    options.title = from_file.empty() ? "hotring timeline"
+                                      : absl::StrCat("hotring timeline of ",
+                                                     slash == std::string::npos
+                                                         ? from_file
+                                                         : from_file.substr(slash + 1));
+    const std::string svg = report::RenderSvg(*timeline, options);
+    std::ofstream out(svg_file, std::ios::binary | std::ios::trunc);
+    out << svg;
+    out.close();
+    if (!out) {
+      return ReportError("report", absl::InternalError(absl::StrCat("cannot write ", svg_file)));
+    }
+    std::fprintf(stderr, "hotring report: wrote %s (%zu bytes)\n", svg_file.c_str(), svg.size());
+  }
+  return 0;
+}
+
+}  // namespace hotring::hotplug
