@@ -1,0 +1,159 @@
+#include "hotplug/rules/mdev_scan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "core/unique_fd.h"
+
+namespace hotring::hotplug::rules {
+namespace {
+
+// Busybox reads `dev` and `uevent` into a 128-byte scratch area (SCRATCH_SIZE - 1 bytes).
+constexpr size_t kScratch = 127;
+
+// Reads at most kScratch bytes of `name` beneath `dir_fd` into `out`; false when it cannot be
+// opened or read (a directory reads as EISDIR: not a file).
+bool ReadSmall(int dir_fd, const char* name, char (&out)[kScratch + 1], size_t& len) {
+  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return false;
+  ssize_t n;
+  do {
+    n = ::read(fd.get(), out, kScratch);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return false;
+  len = static_cast<size_t>(n);
+  out[len] = '\0';
+  return true;
+}
+
+// The walk's state: one path buffer grown and cut as it descends (no allocation per entry).
+class Walker {
+ public:
+  Walker(std::string root, absl::FunctionRef<void(const ScannedDevice&)> on_device)
+      : path_(std::move(root)), on_device_(on_device) {}
+
+  // recursive_action(ACTION_RECURSE | ACTION_FOLLOWLINKS) with mdev's dirAction: a directory
+  // at depth >= 3 is skipped; a non-directory named "dev" at any depth is a device (its parent
+  // directory). `fd` is the open directory `path_` at `depth`.
+  void Directory(int fd, int depth) {
+    if (depth >= 3) return;
+    DIR* dir = ::fdopendir(::dup(fd));
+    if (dir == nullptr) return;
+    const size_t base = path_.size();
+    while (const struct dirent* entry = ::readdir(dir)) {
+      const char* name = entry->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      path_.resize(base);
+      path_.push_back('/');
+      path_.append(name);
+      const int child_depth = depth + 1;
+      if (child_depth == 3) {
+        // The level that holds the device's files: only a file named "dev" matters, and
+        // subdirectories are skipped, so "dev" is read directly instead of listing the rest.
+        if (std::strcmp(name, "dev") == 0) Device(fd, base);
+        continue;
+      }
+      UniqueFd child(::openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (child.valid()) {
+        if (child_depth == 2) {
+          // /sys/dev/<char|block>/<M:m>: look for its "dev" file directly (depth 3).
+          path_.append("/dev");
+          DeviceAt(child.get(), base + 1 + std::strlen(name));
+          path_.resize(base + 1 + std::strlen(name));
+        } else {
+          Directory(child.get(), child_depth);
+        }
+      } else if (errno == ENOTDIR && std::strcmp(name, "dev") == 0) {
+        Device(fd, base);
+      }
+    }
+    path_.resize(base);
+    ::closedir(dir);
+  }
+
+ private:
+  // `path_` is ".../<dir>/dev" and `dir_fd` is <dir> (whose path is path_[0, dir_len)).
+  void DeviceAt(int dir_fd, size_t dir_len) {
+    char dev[kScratch + 1];
+    size_t dev_len = 0;
+    if (!ReadSmall(dir_fd, "dev", dev, dev_len)) return;  // none, or a directory
+    Report(dir_fd, dir_len, absl::string_view(dev, dev_len));
+  }
+
+  // A file named "dev" directly in the directory `dir_fd` being listed (path_ = "<dir>/dev",
+  // and the directory's path is path_[0, dir_len)).
+  void Device(int dir_fd, size_t dir_len) {
+    char dev[kScratch + 1];
+    size_t dev_len = 0;
+    if (!ReadSmall(dir_fd, "dev", dev, dev_len)) dev_len = 0;
+    Report(dir_fd, dir_len, absl::string_view(dev, dev_len));
+  }
+
+  void Report(int dir_fd, size_t dir_len, absl::string_view dev) {
+    ScannedDevice device;
+    device.path = absl::string_view(path_).substr(0, dir_len);
+    device.dev = dev;
+    char link[4096];
+    const ssize_t n = ::readlinkat(dir_fd, "subsystem", link, sizeof(link) - 1);
+    if (n > 0) device.subsystem = LastComponent(absl::string_view(link, static_cast<size_t>(n)));
+    char uevent[kScratch + 1];
+    size_t uevent_len = 0;
+    std::optional<absl::string_view> devname;
+    if (ReadSmall(dir_fd, "uevent", uevent, uevent_len)) {
+      devname = DevnameFromUevent(absl::string_view(uevent, uevent_len));
+    }
+    device.name = devname ? *devname : LastComponent(device.path);
+    on_device_(device);
+  }
+
+  std::string path_;
+  absl::FunctionRef<void(const ScannedDevice&)> on_device_;
+};
+
+}  // namespace
+
+absl::string_view LastComponent(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::optional<absl::string_view> DevnameFromUevent(absl::string_view uevent) {
+  uevent = uevent.substr(0, kScratch);
+  constexpr absl::string_view kKey = "\nDEVNAME=";
+  const size_t at = uevent.find(kKey);
+  if (at == absl::string_view::npos) return std::nullopt;
+  absl::string_view value = uevent.substr(at + kKey.size());
+  const size_t newline = value.find('\n');
+  if (newline != absl::string_view::npos) value = value.substr(0, newline);
+  return value;
+}
+
+absl::Status ScanSysDev(const std::string& sys_dev,
+                        absl::FunctionRef<void(const ScannedDevice&)> on_device) {
+  UniqueFd fd(::open(sys_dev.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("open(", sys_dev, ")"));
+  Walker walker(sys_dev, on_device);
+  walker.Directory(fd.get(), 0);
+  return absl::OkStatus();
+}
+
+SysfsDeviceFiles ReadSysfsDevice(const std::string& dir, bool read_dev, bool read_uevent) {
+  SysfsDeviceFiles files;
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return files;
+  char buf[kScratch + 1];
+  size_t len = 0;
+  if (read_dev && ReadSmall(fd.get(), "dev", buf, len)) files.dev.assign(buf, len);
+  if (read_uevent && ReadSmall(fd.get(), "uevent", buf, len)) files.uevent.assign(buf, len);
+  return files;
+}
+
+}  // namespace hotring::hotplug::rules
