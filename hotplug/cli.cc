@@ -16,6 +16,7 @@
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
+#include "hotplug/rules/rules_handler.h"
 #include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -24,6 +25,10 @@ namespace {
 constexpr absl::string_view kDaemonUsage =
     "usage: hotring daemon [options]\n"
     "  --socket PATH|@NAME        control socket (default /run/hotring/control)\n"
+    "  --config FILE              mdev.conf rules, then FILE.d/*.conf (default /etc/mdev.conf;\n"
+    "                             missing: root:root 0660 for every node); enables rules\n"
+    "  --dev-root DIR             where rules make nodes and links (default /dev); enables rules\n"
+    "  --firmware-root DIR        firmware for FIRMWARE events (default /lib/firmware)\n"
     "  --exec PROGRAM             run PROGRAM SUBSYSTEM with the event's environment\n"
     "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
     "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
@@ -56,6 +61,9 @@ int DaemonCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
   LogLevel level = LogLevel::kNotice;
   LogSink sink = LogSink::kStderr;
+  // The rules link runs only when asked for: without --config/--dev-root nothing touches /dev.
+  bool rules_enabled = false;
+  rules::RulesHandler::Options rules_options;
   FlagReader flags("daemon", args);
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
@@ -65,6 +73,14 @@ int DaemonCommand(const std::vector<std::string>& args) {
         std::exit(0);
       } else if (f == "--socket") {
         HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
+      } else if (f == "--config") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.config.file, flags.String());
+        rules_enabled = true;
+      } else if (f == "--dev-root") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.dev_root, flags.String());
+        rules_enabled = true;
+      } else if (f == "--firmware-root") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.firmware_root, flags.String());
       } else if (f == "--exec") {
         HOTRING_ASSIGN_OR_RETURN(options.exec_program, flags.String());
       } else if (f == "--event-timeout") {
@@ -118,6 +134,15 @@ int DaemonCommand(const std::vector<std::string>& args) {
   // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
   // commands) -> --exec program. Each link is optional; with none, events are only ordered.
   std::vector<std::unique_ptr<Handler>> links;
+  if (rules_enabled) {
+    rules_options.sysfs_root = options.sysfs_root;
+    rules_options.timeout = options.event_timeout;
+    rules_options.kill_grace = options.kill_grace;
+    absl::StatusOr<std::unique_ptr<rules::RulesHandler>> rules_link =
+        rules::RulesHandler::Create(std::move(rules_options));
+    if (!rules_link.ok()) return ReportError("daemon", rules_link.status());
+    links.push_back(std::move(*rules_link));
+  }
   if (!options.exec_program.empty()) {
     absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(
         {.program = options.exec_program,
