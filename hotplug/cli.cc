@@ -10,6 +10,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/bench/bench_rules.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
 #include "hotplug/client.h"
@@ -215,11 +216,14 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
   return 2;
 }
 
-bool IsHotplugBench(const std::string& name) { return name == "events" || name == "coldplug"; }
+bool IsHotplugBench(const std::string& name) {
+  return name == "events" || name == "coldplug" || name == "rules";
+}
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   if (name == "events") return BenchEventsCommand(args);
   if (name == "coldplug") return BenchColdplugCommand(args);
+  if (name == "rules") return bench::BenchRulesCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

@@ -10,6 +10,8 @@
 # Exit status: the number of failed cases.
 set -u
 export LC_ALL=C
+# chroot lives in /usr/sbin, which a test runner's PATH may leave out.
+export PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin"
 
 MDEV_BIN=${1:?usage: mdev_suite.sh MDEV_BINARY [STATIC_SH]}
 SH_BIN=${2:-/bin/busybox}
