@@ -47,6 +47,10 @@ std::optional<DevNumber> ReadDevFile(const std::string& sysfs_root, absl::string
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RulesHandler>> RulesHandler::Create(Options options) {
+  if (options.dev_root.find('\'') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dev-root '", options.dev_root, "' must not contain a quote"));
+  }
   HOTRING_ASSIGN_OR_RETURN(std::shared_ptr<const RuleSet> rules, LoadConfig(options));
   HOTRING_ASSIGN_OR_RETURN(DevRoot dev_root, DevRoot::Open(options.dev_root));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
@@ -118,7 +122,10 @@ Task<bool> RulesHandler::RunCommand(io::Reactor& reactor, const Event& event,
                                     const Command& command) {
   SpawnRequest request;
   request.program = "/bin/sh";
-  request.argv = {"/bin/sh", "-c", command.text};
+  // busybox runs commands from /dev (relative paths in mdev.conf commands mean the dev root).
+  // The dev root comes from the command line, never from an event, and has no quote in it.
+  request.argv = {"/bin/sh", "-c",
+                  absl::StrCat("cd '", dev_root_.path(), "' || exit 126\n", command.text)};
   request.envp = command.envp;
   bool has_home = false;
   bool has_path = false;
