@@ -51,15 +51,25 @@ class Regex {
   [[nodiscard]] bool Search(absl::string_view subject) const;
 
   [[nodiscard]] const std::string& pattern() const { return pattern_; }
+  // The text every match must start with ("ttyS" for "ttyS[0-9]*"); empty when unknown.
+  [[nodiscard]] const std::string& literal_prefix() const { return literal_prefix_; }
 
  private:
   struct Free {
     void operator()(regex_t* r) const;
   };
-  Regex(std::string pattern, std::unique_ptr<regex_t, Free> compiled)
+  using Compiled = std::unique_ptr<regex_t, Free>;
+  Regex(std::string pattern, Compiled compiled)
       : pattern_(std::move(pattern)), compiled_(std::move(compiled)) {}
   std::string pattern_;
-  std::unique_ptr<regex_t, Free> compiled_;
+  Compiled compiled_;
+  // Shortcuts that keep glibc's regexec (the bulk of a rule's cost) off most rules: a pattern
+  // without metacharacters is compared as a string; otherwise a subject must start with the
+  // literal prefix, and "^(pattern)$" compiled REG_NOSUB decides the whole match before the
+  // captures are computed (only for the rule that matched).
+  bool literal_ = false;
+  std::string literal_prefix_;
+  Compiled anchored_;  // null when the pattern has back-references
 };
 
 }  // namespace hotring::hotplug::rules
