@@ -6,15 +6,25 @@
 # /sys/dev, /dev/mdev.seq, the remove command, '!', exit codes), whose expected outputs were
 # checked against busybox's own mdev (run this script with /bin/busybox as the binary).
 #
-# usage: mdev_suite.sh MDEV_BINARY [STATIC_SH]   (as root: chroot)
+# usage: mdev_suite.sh MDEV_BINARY [--hotring] [STATIC_SH]   (as root: chroot)
+# --hotring adds the cases where hotring deliberately differs from busybox (nothing outside
+# /dev, no /proc needed).
 # Exit status: the number of failed cases.
 set -u
 export LC_ALL=C
 # chroot lives in /usr/sbin, which a test runner's PATH may leave out.
 export PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin"
 
-MDEV_BIN=${1:?usage: mdev_suite.sh MDEV_BINARY [STATIC_SH]}
-SH_BIN=${2:-/bin/busybox}
+MDEV_BIN=${1:?usage: mdev_suite.sh MDEV_BINARY [--hotring] [STATIC_SH]}
+shift
+HOTRING_CASES=0
+SH_BIN=/bin/busybox
+for arg in "$@"; do
+  case "$arg" in
+    --hotring) HOTRING_CASES=1 ;;
+    *) SH_BIN=$arg ;;
+  esac
+done
 case "$MDEV_BIN" in /*) ;; *) MDEV_BIN="$PWD/$MDEV_BIN" ;; esac
 case "$SH_BIN" in /*) ;; *) SH_BIN="$PWD/$SH_BIN" ;; esac
 
@@ -380,6 +390,73 @@ brw-rw---- 1 0 6 252,0 vda
 $T/dev/snd:
 crw-rw-rw- 1 0 29 116,7 controlC0
 "
+
+# Firmware: /lib/firmware/$FIRMWARE copied into /sys$DEVPATH/data between "1" and "0" written
+# to /sys$DEVPATH/loading; "-1" when there is no such file.
+mkdir -p $T/sys/devices/fw0 $T/lib/firmware
+: >$T/sys/devices/fw0/loading
+: >$T/sys/devices/fw0/data
+printf 'BLOB' >$T/lib/firmware/x.bin
+rm -f $T/etc/mdev.conf
+testing "firmware loaded through loading and data" \
+	"env - PATH=$PATH ACTION=add DEVPATH=/devices/fw0 FIRMWARE=x.bin chroot $T /mdev 2>&1; echo \$?;
+	cat $T/sys/devices/fw0/loading; echo; cat $T/sys/devices/fw0/data; echo" \
+"\
+0
+10
+BLOB
+"
+: >$T/sys/devices/fw0/loading
+: >$T/sys/devices/fw0/data
+testing "missing firmware: -1 into loading" \
+	"env - PATH=$PATH ACTION=add DEVPATH=/devices/fw0 FIRMWARE=none.bin chroot $T /mdev 2>&1; echo \$?;
+	cat $T/sys/devices/fw0/loading; echo; cat $T/sys/devices/fw0/data; echo" \
+"\
+0
+-1
+
+"
+rm -rf $T/sys/devices/fw0 $T/lib
+
+# Event values reach a command only through its environment: shell syntax in DEVNAME is a name.
+rm -rf $T/dev/*
+echo ".* 0:0 0660 @echo [\$MDEV]" >$T/etc/mdev.conf
+testing "DEVNAME with shell syntax runs nothing" \
+	"env - PATH=$PATH ACTION=add DEVPATH=/dev/char/4:64 DEVNAME='\$(touch pwned);touch pwned2' chroot $T /mdev 2>&1;
+	ls $T/dev; ls $T | grep -c pwned" \
+"\
+[\$(touch pwned);touch pwned2]
+\$(touch pwned);touch pwned2
+0
+"
+rm -f $T/etc/mdev.conf
+
+if [ "$HOTRING_CASES" = 1 ]; then
+  # Busybox creates /dev/../etc/evil here; hotring refuses names that leave /dev.
+  rm -rf $T/dev/*
+  testing "hotring: DEVNAME cannot leave /dev" \
+	"env - PATH=$PATH ACTION=add DEVPATH=/dev/char/4:64 DEVNAME=../etc/evil chroot $T /mdev >/dev/null 2>&1; echo \$?;
+	ls $T/etc $T/dev" \
+"\
+0
+$T/dev:
+
+$T/etc:
+group
+passwd
+"
+  # Busybox exits 1 when it cannot list /proc to wake other mdevs; a bare chroot has no /proc.
+  rm -rf $T/dev/*
+  printf 7 >$T/dev/mdev.seq
+  testing "hotring: mdev.seq without /proc" \
+	"env - PATH=$PATH ACTION=add DEVPATH=/dev/char/4:64 SEQNUM=7 chroot $T /mdev 2>&1; echo \$?;
+	cat $T/dev/mdev.seq; echo" \
+"\
+0
+8
+"
+  rm -f $T/dev/mdev.seq
+fi
 
 # Exit codes: no ACTION/DEVPATH is a usage error (1); no /dev is fatal (1).
 testing "no ACTION or DEVPATH: exit 1" \
