@@ -289,8 +289,10 @@ EventPlan PlanEvent(const RuleSet& rules, const Device& device, const PlanOption
       }
     }
     const bool command = CommandRuns(rule.command_when, device.action);
-    if (!no_node && (device.action == DeviceAction::kRemove ||
-                     (device.action == DeviceAction::kAdd && device.number.has_value()))) {
+    const bool numbered = device.number.has_value();
+    if (!no_node &&
+        ((device.action == DeviceAction::kRemove && (numbered || !options.remove_needs_number)) ||
+         (device.action == DeviceAction::kAdd && numbered))) {
       NodeStep step;
       step.kind = device.action == DeviceAction::kAdd ? NodeStep::Kind::kCreate
                                                       : NodeStep::Kind::kRemove;

@@ -73,6 +73,10 @@ struct EventPlan {
 struct PlanOptions {
   // mdev -s: the device holding "/" gets a "root" symlink (busybox). nullopt: none.
   std::optional<DevNumber> root_device;
+  // busybox removes the node named after the device on every remove event, number or not (its
+  // test suite sends remove without MAJOR). The daemon sets this for kernel events, where a
+  // missing MAJOR means the device never had a node: nothing of that name is removed then.
+  bool remove_needs_number = false;
 };
 
 // Matches `device` against `rules` and plans nodes, links, commands and firmware. Pure: no I/O.

@@ -296,6 +296,19 @@ TEST_F(EngineTest, RootDeviceGetsARootLink) {
   EXPECT_EQ(Look(D("root")).target, "vda");
 }
 
+TEST_F(EngineTest, RemoveWithoutNumberIsBusyboxsUnlessTheCallerAsksForANumber) {
+  ASSERT_EQ(mknod(D("card0").c_str(), S_IFCHR | 0600, makedev(116, 0)), 0);
+  std::vector<std::pair<std::string, std::string>> env = {{"ACTION", "remove"}};
+  Device device{.action = DeviceAction::kRemove, .devpath = "/devices/pci/sound/card0",
+                .subsystem = "sound", .name = "card0", .env = env};
+  EventPlan plan = PlanEvent(rules_, device, {.remove_needs_number = true});
+  EXPECT_THAT(plan.nodes, IsEmpty());
+  plan = PlanEvent(rules_, device);
+  ASSERT_EQ(plan.nodes.size(), 1u);
+  report_ = ApplyNodes(*root_, plan);
+  EXPECT_FALSE(Look(D("card0")).exists);
+}
+
 // Security: nothing outside the dev root, whatever the event says.
 
 TEST(SafePathTest, RefusesEscapes) {

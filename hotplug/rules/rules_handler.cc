@@ -81,7 +81,8 @@ Task<HandlerResult> RulesHandler::Handle(io::Reactor& reactor, const Event& even
   if (device.action == DeviceAction::kAdd && !device.number.has_value()) {
     device.number = ReadDevFile(options_.sysfs_root, event.devpath);
   }
-  const EventPlan plan = PlanEvent(*rules, device);
+  const EventPlan plan =
+      PlanEvent(*rules, device, {.remove_needs_number = event.source == EventSource::kKernel});
   for (const std::string& reason : plan.refused) {
     ++counters_.dropped_bad_devname;
     LogWarning("%s rules: dropped: %s", EventLabel(event), reason);
