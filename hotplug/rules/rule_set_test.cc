@@ -295,6 +295,47 @@ TEST(SubstitutionTest, MajorMinorRulesExpandGroupsToNothing) {
   EXPECT_EQ(out, "xy");
 }
 
+TEST(DeviceTest, FromEventTakesDevnameNumberAndFirmware) {
+  Event event;
+  event.action = "add";
+  event.devpath = "/devices/pci0000:00/ata1/host0/block/sda";
+  event.subsystem = "block";
+  event.devname = "sda";
+  event.major = "8";
+  event.minor = "0";
+  event.env = {{"ACTION", "add"}, {"FIRMWARE", "fw.bin"}};
+  Device device = DeviceFromEvent(event);
+  EXPECT_EQ(device.action, DeviceAction::kAdd);
+  EXPECT_EQ(device.name, "sda");
+  ASSERT_TRUE(device.number.has_value());
+  EXPECT_EQ(*device.number, (DevNumber{8, 0}));
+  EXPECT_EQ(device.firmware, "fw.bin");
+  EXPECT_TRUE(device.IsBlock());
+  EXPECT_EQ(device.Get("ACTION"), "add");
+  EXPECT_FALSE(device.Get("MDEV").has_value());
+  // No DEVNAME: the last DEVPATH component; a bad MAJOR: no number.
+  event.devname.clear();
+  event.devpath = "/devices/virtual/tty/ttyS3";
+  event.subsystem = "tty";
+  event.major = "x";
+  event.action = "change";
+  device = DeviceFromEvent(event);
+  EXPECT_EQ(device.name, "ttyS3");
+  EXPECT_FALSE(device.number.has_value());
+  EXPECT_FALSE(device.IsBlock());
+  EXPECT_EQ(device.action, DeviceAction::kOther);
+  EXPECT_EQ(ParseDeviceAction("remove"), DeviceAction::kRemove);
+}
+
+TEST(DeviceTest, DevFileNumbers) {
+  EXPECT_EQ(ParseDevNumber("8:0\n"), (DevNumber{8, 0}));
+  EXPECT_EQ(ParseDevNumber("254:16"), (DevNumber{254, 16}));
+  EXPECT_FALSE(ParseDevNumber("8").has_value());
+  EXPECT_FALSE(ParseDevNumber("8:").has_value());
+  EXPECT_FALSE(ParseDevNumber("-1:0").has_value());
+  EXPECT_FALSE(ParseDevNumber("8:0x").has_value());
+}
+
 class LoadRulesTest : public ::testing::Test {
  protected:
   void SetUp() override {
