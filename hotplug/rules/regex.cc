@@ -63,6 +63,7 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
   Regex regex(text, std::move(compiled));
   regex.literal_prefix_ = LiteralPrefix(text);
   regex.literal_ = regex.literal_prefix_.size() == text.size();
+  regex.match_all_ = text == ".*";
   if (!regex.literal_ && !HasBackReference(text)) {
     auto anchored = std::make_unique<regex_t>();
     const std::string wrapped = absl::StrCat("^(", text, ")$");
@@ -76,6 +77,13 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
 bool Regex::FullMatch(absl::string_view subject, MatchGroups* groups) const {
   if (literal_) {
     if (subject != pattern_) return false;
+    if (groups != nullptr) {
+      *groups = MatchGroups();
+      groups->group[0] = {true, 0, subject.size()};
+    }
+    return true;
+  }
+  if (match_all_) {
     if (groups != nullptr) {
       *groups = MatchGroups();
       groups->group[0] = {true, 0, subject.size()};
@@ -109,6 +117,7 @@ bool Regex::FullMatch(absl::string_view subject, MatchGroups* groups) const {
 
 bool Regex::Search(absl::string_view subject) const {
   if (literal_) return absl::StrContains(subject, pattern_);
+  if (match_all_) return true;
   regmatch_t match[1];
   match[0].rm_so = 0;
   match[0].rm_eo = static_cast<regoff_t>(subject.size());

@@ -68,6 +68,7 @@ class Regex {
   // literal prefix, and "^(pattern)$" compiled REG_NOSUB decides the whole match before the
   // captures are computed (only for the rule that matched).
   bool literal_ = false;
+  bool match_all_ = false;  // ".*": every subject matches whole (no REG_NEWLINE)
   std::string literal_prefix_;
   Compiled anchored_;  // null when the pattern has back-references
 };

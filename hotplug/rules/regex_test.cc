@@ -46,11 +46,11 @@ TEST(RegexTest, FastPathsAgreeWithBusyboxsWholeMatchIncludingCaptures) {
   const std::vector<std::string> patterns = {
       "sda", "sd[a-z]", "sd[a-z][0-9]*", "s([0-9])*d([a-z]+)", "capi([0-9]*)", "capi([0-9])",
       "(tun|tap)", "sda|sda1", "a*", "", "vcsa*[0-9]*", ".*", "(a)(b)?(c)", "^sda$", "x+y",
-      "mmcblk([0-9]+)p([0-9]+)", "snd/.*", "(.)\\1", "[[:alpha:]]+[0-9]{1,2}"};
+      "mmcblk([0-9]+)p([0-9]+)", "snd/.*", "(.)\\1", "[[:alpha:]]+[0-9]{1,2}", ".*"};
   const std::vector<std::string> subjects = {
       "", "sda", "sda1", "sdb", "xsda", "capi", "capi20", "capi1", "tun", "tap", "tunx", "aaa",
       "vcs", "vcsa", "vcsa12", "ac", "abc", "xxy", "y", "mmcblk0p12", "snd/pcm", "aa", "ab",
-      "hd12", "hd123"};
+      "hd12", "hd123", "a\nb"};
   for (const std::string& p : patterns) {
     absl::StatusOr<Regex> regex = Regex::Compile(p);
     ASSERT_TRUE(regex.ok()) << p;

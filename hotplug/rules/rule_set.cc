@@ -194,6 +194,7 @@ absl::StatusOr<Rule> ParseRule(const std::vector<absl::string_view>& fields,
     } else {
       rule.node_action = action[0] == '=' ? NodeAction::kMove : NodeAction::kMoveAndLink;
       rule.path = std::string(action.substr(1));
+      rule.path_uses_groups = absl::StrContains(rule.path, '%');
       if (absl::Status checked = CheckConfigPath(rule.path); !checked.ok()) return checked;
     }
   }
@@ -230,6 +231,15 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) return ErrnoStatus(absl::StrCat("read(", path, ")"));
   return text.str();
+}
+
+// The rule's whole match; captures only when its path will use them.
+bool FullMatchForRule(const Rule& rule, absl::string_view subject, MatchGroups& groups) {
+  if (rule.path_uses_groups) return rule.regex->FullMatch(subject, &groups);
+  if (!rule.regex->FullMatch(subject)) return false;
+  groups = MatchGroups();
+  groups.group[0] = {true, 0, subject.size()};
+  return true;
 }
 
 }  // namespace
@@ -278,11 +288,11 @@ void RuleSet::Match(const Device& device,
         std::optional<absl::string_view> value = device.Get(rule.env_name);
         if (!value.has_value()) continue;
         subject = *value;
-        if (!rule.regex->FullMatch(subject, &groups)) continue;
+        if (!FullMatchForRule(rule, subject, groups)) continue;
         break;
       }
       case MatchKind::kName:
-        if (!rule.regex->FullMatch(subject, &groups)) continue;
+        if (!FullMatchForRule(rule, subject, groups)) continue;
         break;
       case MatchKind::kAll:
         groups = MatchGroups();

@@ -76,6 +76,7 @@ struct Rule {
   mode_t mode = 0660;  // permission bits only (07777)
   NodeAction node_action = NodeAction::kKeep;
   std::string path;    // kMove / kMoveAndLink: the text after '=' or '>', %0..%9 unexpanded
+  bool path_uses_groups = false;  // `path` has a '%': Match computes the regex's captures
   CommandWhen command_when = CommandWhen::kNever;
   std::string command;  // without its '@'/'$'/'*'; run as /bin/sh -c COMMAND
 
@@ -113,7 +114,9 @@ class RuleSet {
   // Calls `on_match` for every rule that applies to `device`, in order: matching rules up to and
   // including the first one not marked '-', or, when none stops the search, DefaultRule() last.
   // `subject` is what the rule's regex matched (the name, or the $ENVVAR's value) and `groups`
-  // its captures (all empty for @maj,min and the default). Pure: no I/O; no allocation.
+  // its captures when the rule's path uses them (Rule::path_uses_groups; otherwise only group 0,
+  // the whole subject, is set: captures cost a second regexec); all empty-but-matched for
+  // @maj,min, unset for the default. Pure: no I/O; no allocation.
   void Match(const Device& device,
              absl::FunctionRef<void(const Rule& rule, absl::string_view subject,
                                     const MatchGroups& groups)>

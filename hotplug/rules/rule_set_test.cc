@@ -265,7 +265,7 @@ TEST(MatcherTest, MajorMinorRangesNeedANumber) {
 }
 
 TEST(SubstitutionTest, GroupsZeroToNineAndBusyboxLiterals) {
-  RuleSet rules = Parse("s([0-9])*d([a-z]+) 0:0 644\n");
+  RuleSet rules = Parse("s([0-9])*d([a-z]+) 0:0 644 >sd/%2_%0\n");
   TestDevice dev("sda");
   std::string out;
   rules.Match(dev.device, [&](const Rule& rule, absl::string_view subject, const MatchGroups& g) {
@@ -273,6 +273,18 @@ TEST(SubstitutionTest, GroupsZeroToNineAndBusyboxLiterals) {
   });
   // %1 did not take part in the match: it stays (busybox).
   EXPECT_EQ(out, "sd/a_sda %1 %x 100% %");
+}
+
+TEST(SubstitutionTest, WithoutPercentInThePathOnlyTheWholeMatchIsGiven) {
+  RuleSet rules = Parse("s(d)([a-z]) 0:0 644 =x\n");
+  TestDevice dev("sda");
+  MatchGroups seen;
+  rules.Match(dev.device, [&](const Rule& rule, absl::string_view, const MatchGroups& g) {
+    if (rule.line == 1) seen = g;
+  });
+  EXPECT_TRUE(seen.group[0].matched);
+  EXPECT_EQ(seen.Text("sda", 0), "sda");
+  EXPECT_FALSE(seen.group[1].matched);
 }
 
 TEST(SubstitutionTest, EnvRuleGroupsComeFromTheVariable) {
