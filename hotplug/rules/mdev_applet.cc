@@ -340,9 +340,14 @@ int RunDaemon(Context ctx, const Flags& flags) {
 
   const LogLevel level = flags.verbose >= 2   ? LogLevel::kDebug
                          : flags.verbose == 1 ? LogLevel::kInfo
-                                              : LogLevel::kNotice;
+                                              : LogLevel::kWarning;  // busybox says nothing
   (void)InitLogging(flags.syslog ? LogSink::kKmsg : LogSink::kStderr, level, "mdev");
 
+  // Commands' stdin is /dev/null, which the handler opens when it is made. In an empty /dev the
+  // scan comes first, to make /dev/null from /sys/dev/char/1:3 (the window between scan and
+  // netlink socket is then open, as it is not otherwise).
+  const bool scan_first = ::access("/dev/null", F_OK) != 0;
+  if (scan_first) ScanAll(ctx);
   RulesHandler::Options handler_options;
   handler_options.config.file = kConfig;
   handler_options.dev_root = kDevRoot;
@@ -369,7 +374,7 @@ int RunDaemon(Context ctx, const Flags& flags) {
     tell_parent(1);
     return 1;
   }
-  ScanAll(ctx);
+  if (!scan_first) ScanAll(ctx);
   tell_parent(0);
   if (!flags.foreground) {
     // The scan's output went to the caller's terminal; from now on there is nobody to read it.

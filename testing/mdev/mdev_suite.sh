@@ -458,6 +458,63 @@ passwd
   rm -f $T/dev/mdev.seq
 fi
 
+# mdev -d: /dev is populated by the time the command returns, and the daemon stays behind (in
+# a private network namespace, so that its control socket is its own). Commands need /dev/null,
+# which the scan makes from /sys/dev/char/1:3.
+rm -rf $T/dev/*
+mkdir -p $T/sys/devices/virtual/mem/null
+echo "1:3" >$T/sys/devices/virtual/mem/null/dev
+printf 'MAJOR=1\nMINOR=3\nDEVNAME=null\n' >$T/sys/devices/virtual/mem/null/uevent
+# (With no subsystem link, busybox's rule would keep the previous device's SUBSYSTEM, "block",
+# and make a block node.)
+mkdir -p $T/sys/class/mem
+ln -s ../../../../class/mem $T/sys/devices/virtual/mem/null/subsystem
+ln -s ../../devices/virtual/mem/null $T/sys/dev/char/1:3
+cat >$T/etc/mdev.conf <<'CONF'
+ttyS[0-9]+ 0:20 0620 @echo $SUBSYSTEM:$MDEV:$ACTION >/dev/made.txt
+vd[a-z] 0:6 0660 =disk/
+CONF
+ROOT_REAL=$(cd $T && pwd -P)
+# The processes this suite started in the chroot, by pid (their root is the test tree).
+chroot_pids() {
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT_REAL" ] && echo "${p#/proc/}"
+  done
+}
+testing "mdev -d: the scan is done when it returns" \
+	"env - PATH=$PATH unshare -n chroot $T /mdev -d >/dev/null 2>&1; echo \$?;
+	cat $T/dev/made.txt; ls $T/dev | grep -v made.txt" \
+"\
+0
+tty:ttyS0:add
+10:99
+disk
+null
+snd
+ttyS0
+vda1
+"
+DAEMON_PIDS=$(chroot_pids)
+if [ "$HOTRING_CASES" = 1 ]; then
+  # The daemon handles events with the same rules: one sent to its control socket.
+  DAEMON_PID=$(echo $DAEMON_PIDS | cut -d' ' -f1)
+  testing "hotring: mdev -d handles events with the rules" \
+	"nsenter -t $DAEMON_PID -n $MDEV_BIN send --socket @/run/hotring/control --wait=10 \
+	  --env ACTION=add --env DEVPATH=/devices/virtual/tty/ttyS0 --env SUBSYSTEM=tty \
+	  --env MAJOR=4 --env MINOR=65 --env DEVNAME=ttyS9 >/dev/null 2>&1; echo \$?;
+	ls -ln $T/dev/ttyS9 | $FILTER_LS" \
+"\
+0
+crw--w---- 1 0 20 4,65 $T/dev/ttyS9
+"
+fi
+for pid in $DAEMON_PIDS; do kill "$pid" 2>/dev/null; done
+for pid in $DAEMON_PIDS; do
+  i=0
+  while [ -d "/proc/$pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+done
+rm -f $T/dev/made.txt $T/etc/mdev.conf
+
 # Exit codes: no ACTION/DEVPATH is a usage error (1); no /dev is fatal (1).
 testing "no ACTION or DEVPATH: exit 1" \
 	"env - PATH=$PATH DEVPATH=/class/tty/capi1 chroot $T /mdev >/dev/null 2>&1; echo \$?" \
