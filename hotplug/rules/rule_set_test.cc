@@ -207,6 +207,45 @@ TEST(ParserTest, SkipBadLinesKeepsTheRestAndWarns) {
   EXPECT_THAT(rules->warnings(), ElementsAre("f:2: unknown user 'bob'"));
 }
 
+// Bad input gets an error, never a crash: random lines built from the syntax's own pieces.
+TEST(ParserTest, RandomLinesParseOrFailCleanly) {
+  const std::vector<std::string> pieces = {
+      "-", "sd[a-z]", "(", ")", "@", "8", ",", "0", "-", "$", "=", ";", "SUBSYSTEM", ".*",
+      " ", "\t", "root", ":", "disk", "660", "0", ">", "!", "*", "%1", "/", "..", "#", "\\",
+      "\n", "echo", "\"", "[", "{", "x"};
+  uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1103515245 + 12345;
+    return (seed >> 16) & 0x7fff;
+  };
+  int parsed = 0;
+  int failed = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    const int n = 1 + next() % 14;
+    for (int j = 0; j < n; ++j) text += pieces[next() % pieces.size()];
+    absl::StatusOr<RuleSet> strict = ParseRules(text, "fuzz", Users());
+    absl::StatusOr<RuleSet> lenient = ParseRules(text, "fuzz", Users(), {.skip_bad_lines = true});
+    ASSERT_TRUE(lenient.ok()) << text;
+    if (strict.ok()) {
+      ++parsed;
+      EXPECT_TRUE(lenient->warnings().empty());
+      TestDevice dev("sda", {{"SUBSYSTEM", "block"}}, DevNumber{8, 0});
+      int calls = 0;
+      strict->Match(dev.device, [&](const Rule&, absl::string_view, const MatchGroups&) {
+        ++calls;
+      });
+      EXPECT_GE(calls, 1);
+    } else {
+      ++failed;
+      EXPECT_THAT(std::string(strict.status().message()), ::testing::StartsWith("fuzz:"));
+      EXPECT_FALSE(lenient->warnings().empty());
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(failed, 0);
+}
+
 TEST(MatcherTest, FirstMatchWinsThenTheDefault) {
   RuleSet rules = Parse(".* 1:1 666\nsda 2:2 444\n");
   EXPECT_THAT(Applied(rules, TestDevice("sda").device), ElementsAre("mdev.conf:1"));
