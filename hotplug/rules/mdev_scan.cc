@@ -20,19 +20,40 @@ namespace {
 // Busybox reads `dev` and `uevent` into a 128-byte scratch area (SCRATCH_SIZE - 1 bytes).
 constexpr size_t kScratch = 127;
 
-// Reads at most kScratch bytes of `name` beneath `dir_fd` into `out`; false when it cannot be
-// opened or read (a directory reads as EISDIR: not a file).
-bool ReadSmall(int dir_fd, const char* name, char (&out)[kScratch + 1], size_t& len) {
+// Reads at most `cap` bytes of `name` beneath `dir_fd` into `out` (NUL-terminated, so `out`
+// holds cap + 1); false when it cannot be opened or read (a directory reads as EISDIR).
+bool ReadInto(int dir_fd, const char* name, char* out, size_t cap, size_t& len) {
   UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd.valid()) return false;
   ssize_t n;
   do {
-    n = ::read(fd.get(), out, kScratch);
+    n = ::read(fd.get(), out, cap);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return false;
   len = static_cast<size_t>(n);
   out[len] = '\0';
   return true;
+}
+
+bool ReadSmall(int dir_fd, const char* name, char (&out)[kScratch + 1], size_t& len) {
+  return ReadInto(dir_fd, name, out, kScratch, len);
+}
+
+// "MAJOR=8\nMINOR=1\n..." -> "8:1": the number the kernel also writes into `dev` (both come
+// from the device's dev_t). Empty when either line is missing.
+std::string NumberFromUevent(absl::string_view uevent) {
+  absl::string_view major;
+  absl::string_view minor;
+  while (!uevent.empty()) {
+    const size_t newline = uevent.find('\n');
+    const absl::string_view line = uevent.substr(0, newline);
+    if (line.substr(0, 6) == "MAJOR=") major = line.substr(6);
+    if (line.substr(0, 6) == "MINOR=") minor = line.substr(6);
+    if (newline == absl::string_view::npos) break;
+    uevent.remove_prefix(newline + 1);
+  }
+  if (major.empty() || minor.empty()) return std::string();
+  return absl::StrCat(major, ":", minor, "\n");
 }
 
 // The walk's state: one path buffer grown and cut as it descends (no allocation per entry).
@@ -86,16 +107,30 @@ class Walker {
     std::memcpy(rel_, name, name_len);
     rel_[name_len] = '/';
     char* const leaf = rel_ + name_len + 1;
+    // The whole uevent first: on a kernel's sysfs its MAJOR and MINOR are what `dev` says, which
+    // saves reading `dev` (three system calls a device). A tree whose uevent lacks them (busybox's
+    // own test trees have no uevent at all) is read as busybox reads it: `dev` decides.
+    std::memcpy(leaf, "uevent", sizeof("uevent"));
+    size_t uevent_len = 0;
+    if (!ReadInto(dir_fd, rel_, uevent_, sizeof(uevent_) - 1, uevent_len)) {
+      if (errno == ENOTDIR) {
+        // Not a directory: only a file named "dev" counts, for the directory being listed.
+        if (std::strcmp(name, "dev") == 0) Device(dir_fd, base);
+        return;
+      }
+      uevent_len = 0;
+    }
+    const absl::string_view uevent(uevent_, uevent_len);
+    const std::string number = NumberFromUevent(uevent);
+    if (!number.empty()) {
+      Report(dir_fd, rel_, leaf, base + 1 + name_len, number, uevent);
+      return;
+    }
     std::memcpy(leaf, "dev", sizeof("dev"));
     char dev[kScratch + 1];
     size_t dev_len = 0;
-    if (!ReadSmall(dir_fd, rel_, dev, dev_len)) {
-      // Not a directory (or a link to none): only a file named "dev" counts, for the
-      // directory being listed.
-      if (errno == ENOTDIR && std::strcmp(name, "dev") == 0) Device(dir_fd, base);
-      return;  // no `dev` (or it is a directory): not a device
-    }
-    Report(dir_fd, rel_, leaf, base + 1 + name_len, absl::string_view(dev, dev_len));
+    if (!ReadSmall(dir_fd, rel_, dev, dev_len)) return;  // no `dev` (or a directory): no device
+    Report(dir_fd, rel_, leaf, base + 1 + name_len, absl::string_view(dev, dev_len), uevent);
   }
 
   // A file named "dev" directly in the directory `dir_fd` being listed (path_ = "<dir>/dev",
@@ -105,12 +140,16 @@ class Walker {
     size_t dev_len = 0;
     if (!ReadSmall(dir_fd, "dev", dev, dev_len)) dev_len = 0;
     rel_[0] = '\0';
-    Report(dir_fd, rel_, rel_, dir_len, absl::string_view(dev, dev_len));
+    size_t uevent_len = 0;
+    if (!ReadInto(dir_fd, "uevent", uevent_, sizeof(uevent_) - 1, uevent_len)) uevent_len = 0;
+    Report(dir_fd, rel_, rel_, dir_len, absl::string_view(dev, dev_len),
+           absl::string_view(uevent_, uevent_len));
   }
 
   // The device whose directory is path_[0, dir_len); its files are `prefix` + file name
-  // relative to `dir_fd`, written at `leaf` (prefix is "" or "M:m/").
-  void Report(int dir_fd, char* prefix, char* leaf, size_t dir_len, absl::string_view dev) {
+  // relative to `dir_fd`, written at `leaf` (prefix is "" or "M:m/"). `uevent` was read.
+  void Report(int dir_fd, char* prefix, char* leaf, size_t dir_len, absl::string_view dev,
+              absl::string_view uevent) {
     ScannedDevice device;
     device.path = absl::string_view(path_).substr(0, dir_len);
     device.dev = dev;
@@ -118,17 +157,13 @@ class Walker {
     std::memcpy(leaf, "subsystem", sizeof("subsystem"));
     const ssize_t n = ::readlinkat(dir_fd, prefix, link, sizeof(link) - 1);
     if (n > 0) device.subsystem = LastComponent(absl::string_view(link, static_cast<size_t>(n)));
-    char uevent[kScratch + 1];
-    size_t uevent_len = 0;
-    std::optional<absl::string_view> devname;
-    std::memcpy(leaf, "uevent", sizeof("uevent"));
-    if (ReadSmall(dir_fd, prefix, uevent, uevent_len)) {
-      devname = DevnameFromUevent(absl::string_view(uevent, uevent_len));
-    }
+    // DevnameFromUevent looks at the first 127 bytes only, as busybox reads them.
+    const std::optional<absl::string_view> devname = DevnameFromUevent(uevent);
     device.name = devname ? *devname : LastComponent(device.path);
     on_device_(device);
   }
 
+  char uevent_[4096];
   char rel_[NAME_MAX + sizeof("/subsystem") + 1];
   std::string path_;
   absl::FunctionRef<void(const ScannedDevice&)> on_device_;

@@ -19,7 +19,9 @@ struct ScannedDevice {
   // The directory as the walk reached it, e.g. "/sys/dev/char/4:64" (not resolved: busybox
   // tells block from char by "/block/" in this path).
   absl::string_view path;
-  // What its `dev` file holds (busybox reads at most 127 bytes), e.g. "4:64\n".
+  // The device's number as text, e.g. "4:64\n": MAJOR:MINOR from its uevent file when that has
+  // both (on a kernel's sysfs they are what `dev` holds: one read saved), else what its `dev`
+  // file holds (busybox reads at most 127 bytes).
   absl::string_view dev;
   // DEVNAME from its `uevent` file, else the last component of `path` (see DevnameFromUevent).
   absl::string_view name;

@@ -97,6 +97,17 @@ TEST_F(ScanTest, FindsCharAndBlockDevicesThroughTheirLinks) {
                           Seen{"/sys/dev/block/252:0", "252:0\n", "252:0", "-"}));
 }
 
+TEST_F(ScanTest, TheUeventNumberSavesReadingDev) {
+  // The kernel writes MAJOR/MINOR and `dev` from the same dev_t; the scan takes the uevent's
+  // (here `dev` says otherwise, which a kernel never does, to show which one was used).
+  MkdirP("sys/dev/char");
+  MkdirP("sys/devices/virtual/tty/ttyS1");
+  WriteFile("sys/devices/virtual/tty/ttyS1/dev", "9:9\n");
+  WriteFile("sys/devices/virtual/tty/ttyS1/uevent", "MAJOR=4\nMINOR=65\nDEVNAME=ttyS1\n");
+  Symlink("../../devices/virtual/tty/ttyS1", "sys/dev/char/4:65");
+  EXPECT_THAT(Scan(), UnorderedElementsAre(Seen{"/sys/dev/char/4:65", "4:65\n", "ttyS1", "-"}));
+}
+
 TEST_F(ScanTest, AnEmptyDevFileIsStillADevice) {
   // Busybox runs the rules (commands) even when `dev` holds no number.
   MkdirP("sys/dev/char/x");
