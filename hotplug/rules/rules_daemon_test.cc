@@ -263,5 +263,30 @@ TEST_F(RulesDaemonTest, FirmwareIsLoadedThroughFakeSysfs) {
   EXPECT_EQ(Counters(daemon)["rules_firmware_loaded"], 1u);
 }
 
+TEST_F(RulesDaemonTest, FirmwareWaitsForTheLoadingFileWithoutBlockingOtherEvents) {
+  const std::string devpath = "/devices/platform/late/firmware/late";
+  const std::string dir = base_ + "/sys" + devpath;
+  ASSERT_EQ(system(absl::StrCat("mkdir -p ", base_, "/fw").c_str()), 0);
+  std::ofstream(base_ + "/fw/late.bin") << "LATE";
+  DaemonProcess daemon = Start({"--firmware-root", base_ + "/fw"});
+  ControlSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent({{"ACTION", "add"}, {"DEVPATH", devpath}, {"SUBSYSTEM", "firmware"},
+                                {"FIRMWARE", "late.bin"}, {"SEQNUM", "1"}}));
+  // Another device's event is handled while the firmware load waits (a timer, not a sleep).
+  ASSERT_TRUE(sender.SendEvent({{"ACTION", "add"}, {"DEVPATH", "/devices/virtual/mem/null"},
+                                {"SUBSYSTEM", "mem"}, {"DEVNAME", "null"}, {"MAJOR", "1"},
+                                {"MINOR", "3"}, {"SEQNUM", "2"}}));
+  for (int i = 0; i < 100 && !Exists(dev_ + "/null"); ++i) usleep(20000);
+  EXPECT_TRUE(Exists(dev_ + "/null")) << daemon.Log();
+  EXPECT_EQ(Counters(daemon)["rules_firmware_loaded"], 0u);
+  ASSERT_EQ(system(absl::StrCat("mkdir -p ", dir).c_str()), 0);
+  std::ofstream(dir + "/data").flush();
+  std::ofstream(dir + "/loading").flush();
+  ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
+  EXPECT_EQ(Read(dir + "/loading"), "10") << daemon.Log();
+  EXPECT_EQ(Read(dir + "/data"), "LATE");
+  EXPECT_EQ(Counters(daemon)["rules_firmware_loaded"], 1u);
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::rules
