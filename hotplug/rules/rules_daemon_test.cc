@@ -263,6 +263,20 @@ TEST_F(RulesDaemonTest, FirmwareIsLoadedThroughFakeSysfs) {
   EXPECT_EQ(Counters(daemon)["rules_firmware_loaded"], 1u);
 }
 
+TEST_F(RulesDaemonTest, FailingAndHangingCommandsAreCountedAndKilled) {
+  WriteConfig("-null 0:0 666 @exit 3\nnull 0:0 666 @sleep 60\n");
+  DaemonProcess daemon = Start({"--event-timeout", "1", "--kill-grace", "1"});
+  Send(daemon, {{"ACTION", "add"}, {"DEVPATH", "/devices/virtual/mem/null"}, {"SUBSYSTEM", "mem"},
+                {"DEVNAME", "null"}, {"MAJOR", "1"}, {"MINOR", "3"}});
+  auto c = Counters(daemon);
+  EXPECT_EQ(c["rules_commands_run"], 2u);
+  EXPECT_EQ(c["rules_commands_failed"], 2u);
+  EXPECT_EQ(c["handled"], 1u);
+  EXPECT_TRUE(Exists(dev_ + "/null"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("mdev.conf:1: command exit 3"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("mdev.conf:2: command timed out"));
+}
+
 TEST_F(RulesDaemonTest, FirmwareWaitsForTheLoadingFileWithoutBlockingOtherEvents) {
   const std::string devpath = "/devices/platform/late/firmware/late";
   const std::string dir = base_ + "/sys" + devpath;
