@@ -13,6 +13,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "hotplug/cli.h"
+#include "hotplug/rules/mdev_applet.h"
 #include "ipc/bench_cli.h"
 #include "core/status.h"
 #include "io/reactor.h"
@@ -35,7 +36,8 @@ constexpr absl::string_view kUsage =
     "  monitor                print handled events (--kernel: raw kernel uevents)\n"
     "  trigger                write an action into sysfs uevent files (coldplug)\n"
     "  report                 where the time went: slowest events, waits, gaps; --svg FILE\n"
-    "  bench reactor|events|coldplug|startup|sysv|uds|uds-server|uds-client|dgram-fanin\n"
+    "  mdev [-s|-d [-f]]      busybox's mdev (also when invoked as `mdev`, a symlink)\n"
+    "  bench reactor|events|coldplug|startup|rules|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
     "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"
@@ -105,6 +107,11 @@ int Main(int argc, char** argv) {
   if (absl::EndsWith(invoked, "hotring-send")) {
     return hotplug::RunAsUeventHelper(std::vector<std::string>(argv + 1, argv + argc));
   }
+  // As `mdev` (/sbin/mdev -> hotring): busybox's applet, arguments and all.
+  const size_t slash = invoked.rfind('/');
+  if (invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1) == "mdev") {
+    return hotplug::rules::RunMdevApplet(std::vector<std::string>(argv + 1, argv + argc));
+  }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
     return 2;
@@ -121,6 +128,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
+  if (command == "mdev") return hotplug::rules::RunMdevApplet(args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/bench/bench_startup.h"
+#include "hotplug/bench/bench_rules.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
 #include "hotplug/client.h"
@@ -20,6 +21,7 @@
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
 #include "hotplug/readiness.h"
+#include "hotplug/rules/rules_handler.h"
 #include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -28,6 +30,10 @@ namespace {
 constexpr absl::string_view kDaemonUsage =
     "usage: hotring daemon [options]\n"
     "  --socket PATH|@NAME        control socket (default /run/hotring/control)\n"
+    "  --config FILE              mdev.conf rules, then FILE.d/*.conf (default /etc/mdev.conf;\n"
+    "                             missing: root:root 0660 for every node); enables rules\n"
+    "  --dev-root DIR             where rules make nodes and links (default /dev); enables rules\n"
+    "  --firmware-root DIR        firmware for FIRMWARE events (default /lib/firmware)\n"
     "  --exec PROGRAM             run PROGRAM SUBSYSTEM with the event's environment\n"
     "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
     "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
@@ -72,6 +78,9 @@ int DaemonCommand(const std::vector<std::string>& args) {
   LogSink sink = LogSink::kStderr;
   std::optional<int> ready_fd;
   bool daemonize = false;
+  // The rules link runs only when asked for: without --config/--dev-root nothing touches /dev.
+  bool rules_enabled = false;
+  rules::RulesHandler::Options rules_options;
   FlagReader flags("daemon", args);
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
@@ -81,6 +90,14 @@ int DaemonCommand(const std::vector<std::string>& args) {
         std::exit(0);
       } else if (f == "--socket") {
         HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
+      } else if (f == "--config") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.config.file, flags.String());
+        rules_enabled = true;
+      } else if (f == "--dev-root") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.dev_root, flags.String());
+        rules_enabled = true;
+      } else if (f == "--firmware-root") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.firmware_root, flags.String());
       } else if (f == "--exec") {
         HOTRING_ASSIGN_OR_RETURN(options.exec_program, flags.String());
       } else if (f == "--event-timeout") {
@@ -164,6 +181,15 @@ int DaemonCommand(const std::vector<std::string>& args) {
   // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
   // commands) -> --exec program. Each link is optional; with none, events are only ordered.
   std::vector<std::unique_ptr<Handler>> links;
+  if (rules_enabled) {
+    rules_options.sysfs_root = options.sysfs_root;
+    rules_options.timeout = options.event_timeout;
+    rules_options.kill_grace = options.kill_grace;
+    absl::StatusOr<std::unique_ptr<rules::RulesHandler>> rules_link =
+        rules::RulesHandler::Create(std::move(rules_options));
+    if (!rules_link.ok()) return fail(rules_link.status());
+    links.push_back(std::move(*rules_link));
+  }
   if (!options.exec_program.empty()) {
     absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(
         {.program = options.exec_program,
@@ -247,13 +273,14 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
 }
 
 bool IsHotplugBench(const std::string& name) {
-  return name == "events" || name == "coldplug" || name == "startup";
+  return name == "events" || name == "coldplug" || name == "startup" || name == "rules";
 }
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   if (name == "events") return BenchEventsCommand(args);
   if (name == "coldplug") return BenchColdplugCommand(args);
   if (name == "startup") return BenchStartupCommand(args);
+  if (name == "rules") return bench::BenchRulesCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

@@ -1,0 +1,351 @@
+#include "hotplug/rules/engine.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/status.h"
+
+namespace hotring::hotplug::rules {
+namespace {
+
+bool CommandRuns(CommandWhen when, DeviceAction action) {
+  switch (when) {
+    case CommandWhen::kNever:
+      return false;
+    case CommandWhen::kAdd:
+      return action == DeviceAction::kAdd;
+    case CommandWhen::kRemove:
+      return action == DeviceAction::kRemove;
+    case CommandWhen::kAlways:
+      return true;
+  }
+  return false;
+}
+
+// The command's environment: the device's, with MDEV set to the node's path.
+std::vector<std::string> CommandEnv(const Device& device, absl::string_view node) {
+  std::vector<std::string> envp;
+  envp.reserve(device.env.size() + 1);
+  for (const auto& [key, value] : device.env) {
+    if (key == "MDEV") continue;
+    envp.push_back(absl::StrCat(key, "=", value));
+  }
+  envp.push_back(absl::StrCat("MDEV=", node));
+  return envp;
+}
+
+// "disk/scsiA" seen from a link at "a/b/sda": "../../disk/scsiA".
+std::string RelativeTarget(absl::string_view link, absl::string_view target) {
+  std::string out;
+  for (char c : link) {
+    if (c == '/') out += "../";
+  }
+  absl::StrAppend(&out, target);
+  return out;
+}
+
+bool IsDeviceNode(const struct stat& st) { return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode); }
+
+// Walks the directory part of `path` beneath `root_fd`, one component at a time with
+// O_NOFOLLOW: a symlink or a non-directory on the way fails with ELOOP/ENOTDIR. Missing
+// directories are made (0755) when `create`. Returns the directory fd; `leaf` gets the last
+// component. `path` must already be IsSafeRelativePath.
+absl::StatusOr<UniqueFd> OpenParent(int root_fd, absl::string_view path, bool create,
+                                    std::string* leaf) {
+  std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
+  *leaf = std::string(parts.back());
+  parts.pop_back();
+  UniqueFd current(fcntl(root_fd, F_DUPFD_CLOEXEC, 0));
+  if (!current) return ErrnoStatus("dup(dev root)");
+  for (absl::string_view part : parts) {
+    const std::string name(part);
+    int fd = openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (mkdirat(current.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoStatus(absl::StrCat("mkdir(", name, ")"));
+      }
+      fd = openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      // The process umask must not narrow the directory (busybox makes them 0755).
+      if (fd >= 0) (void)fchmod(fd, 0755);
+    }
+    if (fd < 0) return ErrnoStatus(absl::StrCat("open(", name, ")"));
+    current = UniqueFd(fd);
+  }
+  return current;
+}
+
+// ELOOP/ENOTDIR from OpenParent: something on the way is a symlink or not a directory.
+bool IsRefusal(const absl::Status& status) {
+  const int err = StatusErrno(status);
+  return err == ELOOP || err == ENOTDIR;
+}
+
+// Makes a symlink `link` -> `target` (relative), replacing an old symlink there but nothing
+// else. Returns true when a link was made.
+bool MakeLink(const DevRoot& root, absl::string_view link, absl::string_view target,
+              NodeReport& report) {
+  std::string leaf;
+  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
+  if (!dir.ok()) {
+    if (IsRefusal(dir.status())) ++report.refused;
+    report.errors.push_back(absl::StrCat("link ", link, ": ", dir.status().message()));
+    return false;
+  }
+  const std::string relative = RelativeTarget(link, target);
+  if (symlinkat(relative.c_str(), dir->get(), leaf.c_str()) == 0) return true;
+  if (errno == EEXIST) {
+    struct stat st;
+    if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+      char old[PATH_MAX];
+      const ssize_t n = readlinkat(dir->get(), leaf.c_str(), old, sizeof(old));
+      if (n >= 0 && absl::string_view(old, static_cast<size_t>(n)) == relative) return false;
+      if (unlinkat(dir->get(), leaf.c_str(), 0) == 0 &&
+          symlinkat(relative.c_str(), dir->get(), leaf.c_str()) == 0) {
+        return true;
+      }
+    } else {
+      // A node or file of that name (devtmpfs's own node when it was not moved): keep it.
+      report.errors.push_back(absl::StrCat("link ", link, ": exists and is not a symlink"));
+      return false;
+    }
+  }
+  report.errors.push_back(
+      absl::StrCat("link ", link, " -> ", relative, ": ", ErrnoStatus("symlink").message()));
+  return false;
+}
+
+void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
+  const mode_t type = step.block ? S_IFBLK : S_IFCHR;
+  const dev_t rdev = makedev(step.number->major, step.number->minor);
+  std::string leaf;
+  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.path, /*create=*/true, &leaf);
+  if (!dir.ok()) {
+    if (IsRefusal(dir.status())) ++report.refused;
+    report.errors.push_back(absl::StrCat("node ", step.path, ": ", dir.status().message()));
+    return;
+  }
+  struct stat st;
+  bool have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!have && step.path != step.name) {
+    // devtmpfs (or an earlier run) made the node under its kernel name: move it.
+    std::string name_leaf;
+    absl::StatusOr<UniqueFd> name_dir = OpenParent(root.fd(), step.name, false, &name_leaf);
+    struct stat old;
+    if (name_dir.ok() &&
+        fstatat(name_dir->get(), name_leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (old.st_mode & S_IFMT) == type && old.st_rdev == rdev &&
+        renameat(name_dir->get(), name_leaf.c_str(), dir->get(), leaf.c_str()) == 0) {
+      ++report.renamed;
+      have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+  }
+  if (!have) {
+    if (mknodat(dir->get(), leaf.c_str(), step.mode | type, rdev) == 0) {
+      ++report.nodes_made;
+    } else if (errno != EEXIST) {
+      report.errors.push_back(
+          absl::StrCat("node ", step.path, ": ", ErrnoStatus("mknod").message()));
+      return;
+    }
+    if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      report.errors.push_back(
+          absl::StrCat("node ", step.path, ": ", ErrnoStatus("stat").message()));
+      return;
+    }
+  }
+  if (!IsDeviceNode(st)) {
+    // Never chmod/chown through a symlink, nor a file or directory that took the name.
+    if (S_ISLNK(st.st_mode)) ++report.refused;
+    report.errors.push_back(absl::StrCat("node ", step.path, ": exists and is not a device node"));
+    return;
+  }
+  if (fchmodat(dir->get(), leaf.c_str(), step.mode, 0) != 0 ||
+      fchownat(dir->get(), leaf.c_str(), step.owner.uid, step.owner.gid, AT_SYMLINK_NOFOLLOW) !=
+          0) {
+    report.errors.push_back(
+        absl::StrCat("node ", step.path, ": ", ErrnoStatus("chmod/chown").message()));
+    return;
+  }
+  ++report.chowned;
+  if (!step.link.empty() && MakeLink(root, step.link, step.path, report)) ++report.linked;
+  if (step.root_link && MakeLink(root, "root", step.path, report)) ++report.linked;
+}
+
+void Remove(const DevRoot& root, const NodeStep& step, NodeReport& report) {
+  if (!step.link.empty()) {
+    std::string leaf;
+    absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.link, false, &leaf);
+    struct stat st;
+    if (dir.ok() && fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode) && unlinkat(dir->get(), leaf.c_str(), 0) == 0) {
+      ++report.removed;
+    } else if (!dir.ok() && IsRefusal(dir.status())) {
+      ++report.refused;
+    }
+  }
+  std::string leaf;
+  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.path, false, &leaf);
+  if (!dir.ok()) {
+    if (IsRefusal(dir.status())) ++report.refused;
+    return;  // ENOENT: nothing to remove (devtmpfs removed it already)
+  }
+  struct stat st;
+  if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!IsDeviceNode(st)) {
+    report.errors.push_back(absl::StrCat("remove ", step.path, ": not a device node, kept"));
+    return;
+  }
+  // A node that now has another number belongs to a newer device of the same name.
+  if (step.number.has_value() && st.st_rdev != makedev(step.number->major, step.number->minor)) {
+    report.errors.push_back(absl::StrCat("remove ", step.path, ": another device's node, kept"));
+    return;
+  }
+  if (unlinkat(dir->get(), leaf.c_str(), 0) == 0) {
+    ++report.removed;
+  } else {
+    report.errors.push_back(
+        absl::StrCat("remove ", step.path, ": ", ErrnoStatus("unlink").message()));
+  }
+}
+
+// The mount of `fd` is devtmpfs according to /proc/self/mountinfo (false when unreadable).
+bool MountIsDevtmpfs(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  std::ifstream in("/proc/self/mountinfo");
+  if (!in) return false;
+  const std::string device = absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
+  std::string line;
+  while (std::getline(in, line)) {
+    // id parent MAJ:MIN root mountpoint options [optional...] - fstype source superoptions
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    if (f.size() < 3 || f[2] != device) continue;
+    for (size_t i = 3; i + 1 < f.size(); ++i) {
+      if (f[i] == "-") return f[i + 1] == "devtmpfs";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsSafeRelativePath(absl::string_view path) {
+  if (path.empty() || path.size() >= PATH_MAX || path[0] == '/') return false;
+  for (char c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  }
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part.empty() || part == "." || part == ".." || part.size() > NAME_MAX) return false;
+  }
+  return true;
+}
+
+EventPlan PlanEvent(const RuleSet& rules, const Device& device, const PlanOptions& options) {
+  EventPlan plan;
+  plan.action = device.action;
+  // busybox: a remove event carrying FIRMWARE deleted nodes by mistake; it is ignored.
+  if (device.action == DeviceAction::kRemove && !device.firmware.empty()) return plan;
+  if (!IsSafeRelativePath(device.name)) {
+    plan.refused.push_back(absl::StrCat("DEVNAME '", device.name, "' leaves the dev root"));
+    return plan;
+  }
+  bool no_node = false;  // a '!' rule suppresses nodes for every later rule too (busybox)
+  rules.Match(device, [&](const Rule& rule, absl::string_view subject, const MatchGroups& groups) {
+    ++plan.rules_matched;
+    std::string node(device.name);
+    std::string link;
+    switch (rule.node_action) {
+      case NodeAction::kKeep:
+        break;
+      case NodeAction::kNoNode:
+        no_node = true;
+        break;
+      case NodeAction::kMove:
+      case NodeAction::kMoveAndLink: {
+        std::string path = SubstituteGroups(rule.path, subject, groups);
+        if (absl::EndsWith(path, "/")) absl::StrAppend(&path, device.name);
+        if (!IsSafeRelativePath(path)) {
+          plan.refused.push_back(
+              absl::StrCat(rule.Origin(), ": path '", path, "' leaves the dev root"));
+          return;
+        }
+        node = std::move(path);
+        if (rule.node_action == NodeAction::kMoveAndLink && node != device.name) {
+          link = std::string(device.name);
+        }
+        break;
+      }
+    }
+    const bool command = CommandRuns(rule.command_when, device.action);
+    const bool numbered = device.number.has_value();
+    if (!no_node &&
+        ((device.action == DeviceAction::kRemove && (numbered || !options.remove_needs_number)) ||
+         (device.action == DeviceAction::kAdd && numbered))) {
+      NodeStep step;
+      step.kind = device.action == DeviceAction::kAdd ? NodeStep::Kind::kCreate
+                                                      : NodeStep::Kind::kRemove;
+      step.path = node;
+      step.name = std::string(device.name);
+      step.link = std::move(link);
+      step.number = device.number;
+      step.block = device.IsBlock();
+      step.owner = rule.owner;
+      step.mode = rule.mode;
+      step.root_link = step.kind == NodeStep::Kind::kCreate && options.root_device.has_value() &&
+                       device.number == options.root_device;
+      step.origin = rule.Origin();
+      plan.nodes.push_back(std::move(step));
+    }
+    if (command) {
+      plan.commands.push_back({rule.command, CommandEnv(device, node), rule.Origin()});
+    }
+  });
+  if (device.action == DeviceAction::kAdd && !device.firmware.empty()) {
+    if (IsSafeRelativePath(device.firmware)) {
+      plan.firmware = std::string(device.firmware);
+    } else {
+      plan.refused.push_back(absl::StrCat("FIRMWARE '", device.firmware, "' leaves the firmware root"));
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return ErrnoStatus(absl::StrCat("open(", path, ")"));
+  struct statfs fs;
+  if (fstatfs(fd.get(), &fs) != 0) return ErrnoStatus(absl::StrCat("statfs(", path, ")"));
+  // devtmpfs is a tmpfs (or ramfs) inside; only mountinfo names it.
+  const bool tmpfs_like = fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+  const bool devtmpfs = tmpfs_like && MountIsDevtmpfs(fd.get());
+  return DevRoot(std::move(fd), path, devtmpfs);
+}
+
+NodeReport ApplyNodes(const DevRoot& root, const EventPlan& plan) {
+  NodeReport report;
+  for (const NodeStep& step : plan.nodes) {
+    switch (step.kind) {
+      case NodeStep::Kind::kCreate:
+        Create(root, step, report);
+        break;
+      case NodeStep::Kind::kRemove:
+        Remove(root, step, report);
+        break;
+    }
+  }
+  return report;
+}
+
+}  // namespace hotring::hotplug::rules

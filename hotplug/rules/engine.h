@@ -1,0 +1,133 @@
+// The rules engine: for one event, what the rules say (a pure plan: nodes, links, commands,
+// firmware), and the node actions applied on a dev root. Commands are RETURNED, never run here:
+// the daemon runs them through its Spawner (async, with timeout and output capture), the mdev
+// applet runs them synchronously. Both share this code.
+//
+//   Device device = DeviceFromEvent(event);           // or built by the mdev applet
+//   EventPlan plan = PlanEvent(rule_set, device);     // pure
+//   if (plan.action == DeviceAction::kRemove) RunCommands(plan.commands);   // '$' before removal
+//   NodeReport report = ApplyNodes(dev_root, plan);   // mknod/chown/chmod/rename/link/unlink
+//   if (plan.action != DeviceAction::kRemove) RunCommands(plan.commands);   // '@' after creation
+//   if (plan.firmware) LoadFirmware(...);             // see firmware.h
+#ifndef HOTRING_HOTPLUG_RULES_ENGINE_H_
+#define HOTRING_HOTPLUG_RULES_ENGINE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/unique_fd.h"
+#include "hotplug/rules/device.h"
+#include "hotplug/rules/rule_set.h"
+#include "hotplug/rules/user_db.h"
+
+namespace hotring::hotplug::rules {
+
+// One node action on the dev root, planned from one matching rule. Paths are relative to the
+// dev root and already checked: no empty, "." or ".." component, not absolute.
+struct NodeStep {
+  enum class Kind {
+    kCreate,  // add: make `path` (mknod, or rename the kernel's node from `name`), chmod, chown
+    kRemove,  // remove: unlink `path` (only if it is still this device's node) and `link`
+  };
+  Kind kind = Kind::kCreate;
+  std::string path;  // where the node is (Device::name, or the rule's =/> target)
+  std::string name;  // Device::name: where devtmpfs put the kernel's node
+  std::string link;  // '>' rules: a symlink here pointing at `path`; empty: none
+  bool root_link = false;  // PlanOptions::root_device matched: a "root" symlink to `path` too
+  std::optional<DevNumber> number;  // kCreate: always set; kRemove: set when the event had one
+  bool block = false;               // S_IFBLK, else S_IFCHR
+  Owner owner;
+  mode_t mode = 0660;
+  std::string origin;  // the rule's "FILE:LINE" for logs
+};
+
+// One command to run as `/bin/sh -c text`. Owns its strings.
+struct Command {
+  std::string text;                // from mdev.conf only: event values never go into it
+  std::vector<std::string> envp;   // "KEY=VALUE": the device's env, then MDEV=<node path>
+  std::string origin;              // the rule's "FILE:LINE"
+};
+
+// Everything the rules say about one event. Owns its strings.
+struct EventPlan {
+  DeviceAction action = DeviceAction::kOther;
+  std::vector<NodeStep> nodes;     // in rule order
+  std::vector<Command> commands;   // in rule order; remove: run BEFORE ApplyNodes, else after
+  std::optional<std::string> firmware;  // add with FIRMWARE: the file to load (validated)
+  // Non-empty when something was refused because a name or path would leave the dev root (or
+  // firmware root): the reason, e.g. "DEVNAME '../etc/x' leaves the dev root". Count it as
+  // dropped_bad_devname. A bad DEVNAME refuses the whole event; a bad substituted path refuses
+  // only that rule's node and command.
+  std::vector<std::string> refused;
+  // Logical counters of the plan: how many rules applied (for logs and tests).
+  int rules_matched = 0;
+};
+
+// Options of PlanEvent.
+struct PlanOptions {
+  // mdev -s: the device holding "/" gets a "root" symlink (busybox). nullopt: none.
+  std::optional<DevNumber> root_device;
+  // busybox removes the node named after the device on every remove event, number or not (its
+  // test suite sends remove without MAJOR). The daemon sets this for kernel events, where a
+  // missing MAJOR means the device never had a node: nothing of that name is removed then.
+  bool remove_needs_number = false;
+};
+
+// Matches `device` against `rules` and plans nodes, links, commands and firmware. Pure: no I/O.
+[[nodiscard]] EventPlan PlanEvent(const RuleSet& rules, const Device& device,
+                                  const PlanOptions& options = {});
+
+// True when `path` is a relative path that stays beneath its root textually: not empty, not
+// absolute, no empty/"."/".." component, no control character, within PATH_MAX/NAME_MAX.
+[[nodiscard]] bool IsSafeRelativePath(absl::string_view path);
+
+// The dev root: an open directory every node action is resolved against, component by
+// component with O_NOFOLLOW (a symlinked directory, "..", or an absolute path never leads out
+// of it). Owns the directory fd.
+class DevRoot {
+ public:
+  // Opens `path` (must be a directory). Detects devtmpfs (statfs says tmpfs, and the mount is
+  // devtmpfs in /proc/self/mountinfo when that is readable).
+  static absl::StatusOr<DevRoot> Open(const std::string& path);
+
+  [[nodiscard]] int fd() const { return fd_.get(); }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // The kernel makes and removes nodes here itself; hotring renames/chowns them instead of
+  // creating them (it still creates a node the kernel's is missing).
+  [[nodiscard]] bool devtmpfs() const { return devtmpfs_; }
+
+ private:
+  DevRoot(UniqueFd fd, std::string path, bool devtmpfs)
+      : fd_(std::move(fd)), path_(std::move(path)), devtmpfs_(devtmpfs) {}
+  UniqueFd fd_;
+  std::string path_;
+  bool devtmpfs_ = false;
+};
+
+// What ApplyNodes did (add these to the status counters).
+struct NodeReport {
+  uint64_t nodes_made = 0;   // mknod succeeded
+  uint64_t chowned = 0;      // owner and mode applied
+  uint64_t renamed = 0;      // the kernel's node moved to a =/> path
+  uint64_t linked = 0;       // symlinks made
+  uint64_t removed = 0;      // nodes and links unlinked
+  uint64_t refused = 0;      // a path met a symlinked directory or a non-directory: counted
+                             // as dropped_bad_devname
+  std::vector<std::string> errors;  // one line per failed action, for the log
+};
+
+// Applies `plan.nodes` on `root`: creates intermediate directories (0755), makes or renames
+// nodes, applies owner and mode, makes '>' links (relative, so they work from any mount point),
+// and on remove unlinks nodes (only when still the event's device number, if known) and the
+// links made for them. Never follows a symlink; never touches anything outside `root`.
+NodeReport ApplyNodes(const DevRoot& root, const EventPlan& plan);
+
+}  // namespace hotring::hotplug::rules
+
+#endif  // HOTRING_HOTPLUG_RULES_ENGINE_H_
