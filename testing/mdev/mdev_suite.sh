@@ -29,7 +29,7 @@ case "$MDEV_BIN" in /*) ;; *) MDEV_BIN="$PWD/$MDEV_BIN" ;; esac
 case "$SH_BIN" in /*) ;; *) SH_BIN="$PWD/$SH_BIN" ;; esac
 
 # The chroot holds nothing but the binary: a dynamic one (a sanitizer build) cannot run there.
-case "$(file -b "$MDEV_BIN")" in
+case "$(file -b -L "$MDEV_BIN")" in
   *static*) ;;
   *)
     echo "mdev suite: skipped, $MDEV_BIN is not a static binary (a sanitizer build?)"
