@@ -359,7 +359,12 @@ WireMessage ControlReplyMessage(const ControlReply& reply) {
   message.cookie = reply.cookie;
   message.fields.reserve(reply.fields.size() + 2);
   message.fields.emplace_back("STATUS", reply.ok ? "ok" : "error");
-  if (!reply.message.empty()) message.fields.emplace_back("MESSAGE", reply.message);
+  // The second field is the MESSAGE when it is named so: an empty one is written too when the
+  // first data field is named MESSAGE, or the receiver would take that datum for the message.
+  const bool data_named_message = !reply.fields.empty() && reply.fields.front().first == "MESSAGE";
+  if (!reply.message.empty() || data_named_message) {
+    message.fields.emplace_back("MESSAGE", reply.message);
+  }
   message.fields.insert(message.fields.end(), reply.fields.begin(), reply.fields.end());
   return message;
 }

@@ -158,7 +158,8 @@ struct ControlRequest {
 struct ControlReply {
   uint32_t cookie = 0;  // the request's cookie
   bool ok = true;       // STATUS=ok|error
-  std::string message;  // MESSAGE, omitted from the wire when empty
+  std::string message;  // MESSAGE, omitted from the wire when empty (unless the first
+                        // data field is itself named MESSAGE)
   EnvVars fields;       // data in order, e.g. counters for `status`
 };
 [[nodiscard]] WireMessage ControlReplyMessage(const ControlReply& reply);

@@ -152,6 +152,41 @@ TEST(WireTest, ControlRequestAndReplyRoundTrip) {
   EXPECT_THAT(rback->fields, ElementsAre(Pair("x", "1")));
 }
 
+// Found by //testing/fuzz:control_fuzz: STATUS=ok, MESSAGE=, MESSAGE=reload... decoded to an
+// empty message and a datum named MESSAGE, which re-encoded without the empty MESSAGE and so
+// came back as the message. A reply must survive the wire whatever its data is named.
+TEST(WireTest, ControlReplyWithADatumNamedMessageRoundTrips) {
+  const std::string datagram = EncodeWireMessage(WireMessage{
+      .type = WireType::kControlReply,
+      .cookie = 0,
+      .fields = {{"STATUS", "ok"}, {"MESSAGE", ""}, {"MESSAGE", "reloadereloaded"}}});
+  absl::StatusOr<WireMessage> m = ParseWireMessage(datagram);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const absl::StatusOr<ControlReply> reply = ControlReplyFromMessage(*std::move(m));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->message, "");
+  EXPECT_THAT(reply->fields, ElementsAre(Pair("MESSAGE", "reloadereloaded")));
+
+  // Encoding writes the empty MESSAGE back, so the datum stays a datum.
+  EXPECT_EQ(EncodeWireMessage(ControlReplyMessage(*reply)), datagram);
+  m = ParseWireMessage(EncodeWireMessage(ControlReplyMessage(*reply)));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const absl::StatusOr<ControlReply> again = ControlReplyFromMessage(*std::move(m));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->message, "");
+  EXPECT_THAT(again->fields, ElementsAre(Pair("MESSAGE", "reloadereloaded")));
+
+  // A real message before such a datum still works as before.
+  const ControlReply with_text{.cookie = 3, .ok = false, .message = "why",
+                               .fields = {{"MESSAGE", "datum"}}};
+  m = ParseWireMessage(EncodeWireMessage(ControlReplyMessage(with_text)));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const absl::StatusOr<ControlReply> text_back = ControlReplyFromMessage(*std::move(m));
+  ASSERT_TRUE(text_back.ok()) << text_back.status();
+  EXPECT_EQ(text_back->message, "why");
+  EXPECT_THAT(text_back->fields, ElementsAre(Pair("MESSAGE", "datum")));
+}
+
 TEST(WireTest, MonitorEventRoundTripEvenWithEventKeysNamedResult) {
   absl::StatusOr<Event> event = EventFromFields(
       {{"ACTION", "change"}, {"DEVPATH", "/devices/x"}, {"RESULT", "from-the-driver"}});
