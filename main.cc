@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "core/flags.h"
 #include "core/log.h"
+#include "hotplug/boot/init.h"
 #include "hotplug/cli.h"
 #include "ipc/bench_cli.h"
 #include "core/status.h"
@@ -33,6 +34,7 @@ constexpr absl::string_view kUsage =
     "  control status|exit|reload\n"
     "  monitor                print handled events (--kernel: raw kernel uevents)\n"
     "  trigger                write an action into sysfs uevent files (coldplug)\n"
+    "  init                   PID 1 of an initramfs (also as a program named init)\n"
     "  bench reactor|events|coldplug|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
@@ -103,6 +105,11 @@ int Main(int argc, char** argv) {
   if (absl::EndsWith(invoked, "hotring-send")) {
     return hotplug::RunAsUeventHelper(std::vector<std::string>(argv + 1, argv + argc));
   }
+  // /init -> hotring: the kernel starts it with no subcommand.
+  const size_t slash = invoked.rfind('/');
+  if (invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1) == "init") {
+    return hotplug::boot::InitCommand(std::vector<std::string>(argv + 1, argv + argc));
+  }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
     return 2;
@@ -119,6 +126,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
+  if (command == "init") return hotplug::boot::InitCommand(args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;
