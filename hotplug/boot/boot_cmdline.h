@@ -21,7 +21,7 @@ struct BootCmdline {
   absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
   bool test = false;          // hotring.test: report, then power off even with root=
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
-  absl::Duration settle_timeout = absl::Seconds(60);  // hotring.settle_timeout=S
+  absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
 };
 
 // Splits on spaces (double quotes group, as the kernel does: `a="b c"`) and reads the keys

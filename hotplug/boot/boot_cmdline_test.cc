@@ -50,7 +50,7 @@ TEST(BootCmdlineTest, HotringSwitches) {
 TEST(BootCmdlineTest, BadNumbersKeepTheDefault) {
   EXPECT_EQ(ParseBootCmdline("hotring.rootwait=soon").root_wait, absl::Seconds(30));
   EXPECT_EQ(ParseBootCmdline("hotring.rootwait=-1").root_wait, absl::Seconds(30));
-  EXPECT_EQ(ParseBootCmdline("hotring.settle_timeout=1e99").settle_timeout, absl::Seconds(60));
+  EXPECT_EQ(ParseBootCmdline("hotring.settle_timeout=1e99").settle_timeout, absl::Seconds(120));
 }
 
 TEST(BootCmdlineTest, EmptyInitKeepsTheDefault) {

@@ -152,7 +152,7 @@ class DaemonChild {
     if (pid_ <= 0) return;
     ControlRequest request;
     request.command = ControlCommand::kExit;
-    (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(1));
+    (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(2));
     const absl::Time deadline = absl::Now() + grace;
     while (absl::Now() < deadline) {
       if (!CheckAlive().ok()) return;
@@ -172,7 +172,8 @@ class DaemonChild {
 absl::StatusOr<Fields> Status() {
   ControlRequest request;
   request.command = ControlCommand::kStatus;
-  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), absl::Milliseconds(200)));
+  // A 1-vCPU guest busy loading drivers can take seconds to schedule the daemon.
+  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), absl::Seconds(5)));
   if (!reply.ok) return absl::UnavailableError(reply.message);
   return Fields(reply.fields.begin(), reply.fields.end());
 }
@@ -373,13 +374,13 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   PrintFacts(cmdline, fields, init_start, settled_at, modules);
 
   if (cmdline.test || cmdline.root.empty()) {
-    daemon->Stop(absl::Seconds(2));
+    daemon->Stop(absl::Seconds(5));
     PowerOff(cmdline.test ? "" : "no root= given");
   }
   if (absl::Status root = WaitForRoot(cmdline); !root.ok()) PowerOff(root.ToString());
   if (absl::Status root = MountRoot(cmdline); !root.ok()) PowerOff(root.ToString());
   // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
-  daemon->Stop(absl::Seconds(2));
+  daemon->Stop(absl::Seconds(5));
   Say(absl::StrCat("hotring init: switching to ", cmdline.root, ", exec ", cmdline.init));
   const absl::Status switched = SwitchRoot(cmdline);
   PowerOff(switched.ToString());

@@ -17,15 +17,20 @@
 #                            does not load modules itself
 #     --daemon-arg ARG       one more `hotring daemon` argument (repeatable)
 #     --compress zstd|gzip|none   (default zstd; Debian's 6.1 kernel has RD_ZSTD and RD_GZIP)
+#     --init SCRIPT          /init is SCRIPT instead of hotring, and hotring is left out (the
+#                            other loaders `bench boot` compares; needs --with-shell)
+#     --add SRC=DEST         copy file SRC to DEST in the image (repeatable)
 #
 # With depmod's output in the image, hotring (or a modprobe) resolves MODALIAS in the guest.
 # /sbin/modprobe is hotring itself when this hotring has the `modprobe` applet (so the kernel's
 # request_module, e.g. for fs-ext4 at mount time, works without kmod), else busybox's when there
 # is a shell.
 set -eu
+# Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
+export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd)
 hotring="" out="" version="" modroot=/ mode=most modules="" mdev_conf="$here/mdev.conf"
-with_shell=0 modprobe_handler=0 compress=zstd daemon_args=""
+with_shell=0 modprobe_handler=0 compress=zstd daemon_args="" init_script="" adds=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --hotring) hotring=$2; shift 2 ;;
@@ -40,13 +45,21 @@ while [ $# -gt 0 ]; do
     --daemon-arg) daemon_args="$daemon_args$2
 "; shift 2 ;;
     --compress) compress=$2; shift 2 ;;
+    --init) init_script=$2; shift 2 ;;
+    --add) adds="$adds$2
+"; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "mkimage.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$hotring" ] && [ -n "$out" ] || { echo "mkimage.sh: --hotring and --out are required" >&2; exit 2; }
-[ -x "$hotring" ] || { echo "mkimage.sh: $hotring is not executable" >&2; exit 1; }
-file -L "$hotring" | grep -q 'statically linked' || { echo "mkimage.sh: $hotring is not static" >&2; exit 1; }
+[ -n "$out" ] || { echo "mkimage.sh: --out is required" >&2; exit 2; }
+if [ -n "$init_script" ]; then
+  [ "$with_shell" = 1 ] || { echo "mkimage.sh: --init needs --with-shell" >&2; exit 2; }
+else
+  [ -n "$hotring" ] || { echo "mkimage.sh: --hotring is required" >&2; exit 2; }
+  [ -x "$hotring" ] || { echo "mkimage.sh: $hotring is not executable" >&2; exit 1; }
+  file -L "$hotring" | grep -q 'statically linked' || { echo "mkimage.sh: $hotring is not static" >&2; exit 1; }
+fi
 [ -n "$version" ] || version=$(ls "$modroot/lib/modules" | grep -- '-amd64$' | sort -V | tail -n 1)
 moddir="$modroot/lib/modules/$version"
 [ -f "$moddir/modules.dep" ] || { echo "mkimage.sh: no modules.dep in $moddir" >&2; exit 1; }
@@ -94,13 +107,9 @@ sort -u "$work/names" -o "$work/names"
 xargs -r modprobe -S "$version" -d "$modroot" --show-depends -a <"$work/names" 2>"$work/missing" |
   sed -n 's/^insmod \([^ ]*\).*/\1/p' | sort -u >"$work/paths" || true
 [ -s "$work/missing" ] && sed 's/^/mkimage.sh: /' "$work/missing" >&2
-count=0
-while read -r path; do
-  rel=${path#"$moddir"/}
-  mkdir -p "$root/lib/modules/$version/$(dirname "$rel")"
-  cp "$path" "$root/lib/modules/$version/$rel"
-  count=$((count + 1))
-done <"$work/paths"
+count=$(wc -l <"$work/paths")
+# One cpio pass copies them all with their directories (a cp per file is minutes on a busy host).
+sed "s|^$moddir/||" "$work/paths" | (cd "$moddir" && cpio -pdm --quiet "$root/lib/modules/$version")
 for f in modules.order modules.builtin modules.builtin.modinfo; do
   [ -f "$moddir/$f" ] && cp "$moddir/$f" "$root/lib/modules/$version/"
 done
@@ -112,18 +121,24 @@ for d in lib/modprobe.d etc/modprobe.d; do
   fi
 done
 
-cp "$hotring" "$root/bin/hotring"
-ln -s bin/hotring "$root/init"
+if [ -n "$init_script" ]; then
+  cp "$init_script" "$root/init"
+  chmod 755 "$root/init"
+else
+  cp "$hotring" "$root/bin/hotring"
+  ln -s bin/hotring "$root/init"
+fi
 cp "$mdev_conf" "$root/etc/mdev.conf"
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\ndisk:x:6:\ntty:x:5:\ninput:x:101:\n' >"$root/etc/group"
 printf '%s' "$daemon_args" >"$root/etc/hotring/daemon.args"
-if "$hotring" modprobe --help >/dev/null 2>&1; then
+if [ -z "$init_script" ] && "$hotring" modprobe --help >/dev/null 2>&1; then
   ln -s ../bin/hotring "$root/sbin/modprobe"
 fi
 if [ "$with_shell" = 1 ]; then
   cp /bin/busybox "$root/bin/busybox"
-  for a in sh ls cat mount umount poweroff mdev; do ln -s busybox "$root/bin/$a"; done
+  for a in sh ls cat mount umount poweroff mdev find xargs sort uniq awk sleep wc grep tr cut \
+    readlink basename head tail; do ln -s busybox "$root/bin/$a"; done
   [ -e "$root/sbin/modprobe" ] || ln -s ../bin/busybox "$root/sbin/modprobe"
 fi
 if [ "$modprobe_handler" = 1 ]; then
@@ -137,6 +152,11 @@ H
   chmod 755 "$root/lib/hotring/modalias-handler"
   printf -- '--exec\n/lib/hotring/modalias-handler\n' >>"$root/etc/hotring/daemon.args"
 fi
+printf '%s' "$adds" | while IFS= read -r spec; do
+  [ -n "$spec" ] || continue
+  mkdir -p "$root/$(dirname "${spec#*=}")"
+  cp "${spec%%=*}" "$root/${spec#*=}"
+done
 # The kernel opens /dev/console before /init; hotring reopens it from devtmpfs if this fails.
 mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
 

@@ -12,6 +12,8 @@
 # Without --base it runs `mkinitramfs -o` into a temporary file (the machine's /boot is not
 # touched). Needs initramfs-tools, udev, busybox (all Debian packages).
 set -eu
+# Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
+export PATH="$PATH:/usr/sbin:/sbin"
 out="" version="" base=""
 while [ $# -gt 0 ]; do
   case "$1" in
