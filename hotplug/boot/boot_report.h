@@ -9,6 +9,8 @@
 //   net NAME driver=DRIVER                one per /sys/class/net entry
 //   input NAME name=TEXT path=SYSFS_PATH  one per /sys/class/input/inputN
 //   modules NAME ...                      /proc/modules names, sorted
+//   kmsg hotring_lines=N suppressed_notes=M   the daemon's lines in the kernel log, and the
+//                                         kernel's notes of lines its rate limit dropped
 //   end
 #ifndef HOTRING_HOTPLUG_BOOT_BOOT_REPORT_H_
 #define HOTRING_HOTPLUG_BOOT_BOOT_REPORT_H_

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <ftw.h>
+#include <linux/magic.h>
 #include <sys/reboot.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -226,6 +229,29 @@ std::string RealPath(const std::string& path) {
   return resolved;
 }
 
+// How much the daemon wrote to the kernel's log this boot, and whether the kernel's rate limit
+// for /dev/kmsg writers dropped any of it ("printk: NAME: N output lines suppressed").
+std::string KmsgFact() {
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "kmsg unreadable";
+  size_t lines = 0;
+  size_t suppressed = 0;
+  char record[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, record, sizeof record);
+    if (n < 0 && errno == EPIPE) continue;  // overwritten records: read on
+    if (n <= 0) break;
+    const absl::string_view text(record, static_cast<size_t>(n));
+    const size_t semicolon = text.find(';');
+    const absl::string_view message =
+        semicolon == absl::string_view::npos ? text : text.substr(semicolon + 1);
+    if (absl::StartsWith(message, "hotring")) ++lines;
+    if (absl::StrContains(message, "output lines suppressed")) ++suppressed;
+  }
+  ::close(fd);
+  return absl::StrCat("kmsg hotring_lines=", lines, " suppressed_notes=", suppressed);
+}
+
 void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
                 absl::Duration settled, const std::vector<std::string>& modules) {
   Report(absl::StrFormat("time init_ms=%.1f settled_ms=%.1f", Millis(init_start), Millis(settled)));
@@ -263,6 +289,7 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   std::string line = "modules";
   for (const std::string& m : modules) absl::StrAppend(&line, " ", m);
   Report(line);
+  Report(KmsgFact());
   Report("end");
 }
 
@@ -308,6 +335,37 @@ absl::Status MountRoot(const BootCmdline& cmdline) {
                                           ")"));
 }
 
+// Frees the initramfs's memory (its modules are tens of MB of RAM) as switch_root does: removes
+// every file of the rootfs, staying on that filesystem (the new root and the moved mounts are
+// other filesystems), and only when / really is the initramfs (ramfs or tmpfs) and /root is not
+// on it.
+void DeleteInitramfs() {
+  struct statfs fs {};
+  if (::statfs("/", &fs) != 0 ||
+      (fs.f_type != static_cast<decltype(fs.f_type)>(RAMFS_MAGIC) &&
+       fs.f_type != static_cast<decltype(fs.f_type)>(TMPFS_MAGIC))) {
+    return;
+  }
+  struct stat root {}, new_root {};
+  if (::stat("/", &root) != 0 || ::stat("/root", &new_root) != 0 ||
+      root.st_dev == new_root.st_dev) {
+    return;
+  }
+  (void)::nftw(
+      "/",
+      // FTW_MOUNT: entries on other filesystems (the new root) are never reported.
+      [](const char* path, const struct stat*, int type, struct FTW* where) -> int {
+        if (where->level == 0) return 0;
+        if (type == FTW_DP) {
+          ::rmdir(path);
+        } else {
+          ::unlink(path);
+        }
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_MOUNT | FTW_PHYS);
+}
+
 // Moves the early mounts into the new root, makes it / and execs its init (as switch_root).
 absl::Status SwitchRoot(const BootCmdline& cmdline) {
   for (const char* dir : {"/dev", "/proc", "/sys", "/run"}) {
@@ -321,6 +379,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
       ::umount2(dir, MNT_DETACH);  // nowhere to go in the new root
     }
   }
+  DeleteInitramfs();
   if (::chdir("/root") != 0) return ErrnoStatus("chdir(/root)");
   if (::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0) return ErrnoStatus("mount --move . /");
   if (::chroot(".") != 0) return ErrnoStatus("chroot(.)");
