@@ -7,7 +7,8 @@
 #   - the USB keyboard is an input device;
 #   - the status counters add up: received = handled, nothing failed or timed out, no overrun,
 #     nothing dropped;
-#   - the loaded modules are exactly those Debian's udev initrd loads (expected_modules.txt).
+#   - the loaded modules are exactly those Debian's udev initrd loads (expected_modules.txt);
+#   - the daemon wrote at most 5 lines to the kernel log, and the kernel's rate limit dropped none.
 # A second boot with root=/dev/vda must switch to the ext4 root and run its marker program.
 # Every assertion prints PASS or FAIL with what it saw; the consoles are kept in
 # $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs/).
@@ -113,6 +114,20 @@ else
   # What a module stage counts, once there is one.
   mf=$(val modules_failed)
   [ -z "$mf" ] || { [ "$mf" = 0 ] && pass "modules_failed = 0" || fail "modules_failed = $mf"; }
+fi
+
+# The kernel rate-limits /dev/kmsg writers (about 10 lines per 5 s): the daemon must say little
+# (one summary when settled, errors aggregated), and nothing of it may have been suppressed.
+km=$(fact kmsg)
+kl=$(echo " $km " | sed -n 's/.* hotring_lines=\([0-9]*\) .*/\1/p')
+ks=$(echo " $km " | sed -n 's/.* suppressed_notes=\([0-9]*\) .*/\1/p')
+if [ -z "$kl" ]; then
+  fail "no kmsg fact in the report"
+else
+  [ "$kl" -le 5 ] && pass "the daemon wrote $kl lines to the kernel log (at most 5)" ||
+    fail "the daemon wrote $kl lines to the kernel log (want at most 5: the rate limit drops the rest)"
+  [ "$ks" = 0 ] && pass "no kernel log line suppressed by the rate limit" ||
+    fail "the kernel suppressed log lines ($ks notes): something the operator needs may be lost"
 fi
 
 # Loaded modules = Debian's udev initrd's.
