@@ -73,6 +73,13 @@ root="$work/root"
 mkdir -p "$root/bin" "$root/sbin" "$root/etc/hotring" "$root/dev" "$root/proc" "$root/sys" \
   "$root/run" "$root/root" "$root/lib/modules/$version"
 
+# Resolution (aliases, dependencies, softdeps) by hotring's own modprobe when this hotring has
+# one (its options are kmod's), else by kmod's. Resolution only: nothing is loaded here.
+resolver=modprobe
+if [ -n "$hotring" ] && "$hotring" modprobe --help >/dev/null 2>&1; then
+  resolver="$hotring modprobe"
+fi
+
 # The module names to put in, before dependencies.
 case "$mode" in
   most)
@@ -87,11 +94,10 @@ case "$mode" in
       af_packet >>"$work/names"
     ;;
   host)
-    # Every modalias this machine's devices announce, resolved by kmod (resolution only: nothing
-    # is loaded). TODO(modules): `hotring modprobe -R` once it exists, to need no kmod here.
+    # Every modalias this machine's devices announce, resolved to module names.
     find /sys/devices -name modalias -type f 2>/dev/null | xargs cat 2>/dev/null | sort -u |
       while read -r alias; do
-        modprobe -S "$version" -d "$modroot" -R "$alias" 2>/dev/null || true
+        $resolver -S "$version" -d "$modroot" -R "$alias" 2>/dev/null || true
       done >"$work/names"
     # What mounts the root and reads the console here, which are no modaliases.
     printf '%s\n' ext4 >>"$work/names"
@@ -102,11 +108,15 @@ case "$mode" in
 esac
 sort -u "$work/names" -o "$work/names"
 
-# Dependencies and softdeps: kmod's --show-depends lists what modprobe would insmod, in order.
+# Dependencies and softdeps: --show-depends lists what modprobe would insmod, in order.
 : >"$work/paths"
-xargs -r modprobe -S "$version" -d "$modroot" --show-depends -a <"$work/names" 2>"$work/missing" |
+xargs -r $resolver -S "$version" -d "$modroot" --show-depends -a <"$work/names" 2>"$work/missing" |
   sed -n 's/^insmod \([^ ]*\).*/\1/p' | sort -u >"$work/paths" || true
-[ -s "$work/missing" ] && sed 's/^/mkimage.sh: /' "$work/missing" >&2
+if [ -s "$work/missing" ]; then
+  sed 's/^/mkimage.sh: /' "$work/missing" >&2
+  # A name someone listed must exist; the generated sets may name modules this kernel lacks.
+  [ "$mode" = list ] && { echo "mkimage.sh: --modules names modules $version does not have" >&2; exit 1; }
+fi
 count=$(wc -l <"$work/paths")
 # One cpio pass copies them all with their directories (a cp per file is minutes on a busy host).
 sed "s|^$moddir/||" "$work/paths" | (cd "$moddir" && cpio -pdm --quiet "$root/lib/modules/$version")
