@@ -120,7 +120,7 @@ std::vector<std::string> DaemonArgs() {
   return args;
 }
 
-// The running daemon: a child of PID 1, asked to exit before switch_root.
+// Owns the running daemon (a child of PID 1, reaped here), asked to exit before switch_root.
 class DaemonChild {
  public:
   static absl::StatusOr<DaemonChild> Start(const std::vector<std::string>& args) {
@@ -136,6 +136,9 @@ class DaemonChild {
     }
     return DaemonChild(pid);
   }
+  DaemonChild(DaemonChild&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  DaemonChild& operator=(DaemonChild&&) = delete;
+  DaemonChild(const DaemonChild&) = delete;
 
   // The daemon's exit, if it has exited (reaped here).
   [[nodiscard]] absl::Status CheckAlive() {
@@ -403,7 +406,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
 
   absl::StatusOr<DaemonChild> daemon = DaemonChild::Start(DaemonArgs());
   if (!daemon.ok()) PowerOff(daemon.status().ToString());
-  if (absl::Status ready = WaitForDaemon(*daemon, absl::Seconds(10)); !ready.ok()) {
+  if (absl::Status ready = WaitForDaemon(*daemon, absl::Seconds(30)); !ready.ok()) {
     PowerOff(ready.ToString());
   }
 
