@@ -134,7 +134,8 @@ sh testing/initramfs/mkimage.sh --hotring "$bin" --out "$work/hotring.img" --ker
 sh testing/initramfs/mkdisk.sh --out "$work/disk.img"
 boot_status=0
 sh testing/initramfs/qemu_boot.sh --kernel "/boot/vmlinuz-$version" --initrd "$work/hotring.img" \
-  --disk "$work/disk.img" --log "$work/console.log" --append "hotring.test hotring.stat=/dev/vda" || boot_status=$?
+  --disk "$work/disk.img" --log "$work/console.log" --timeout 360 \
+  --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240" || boot_status=$?
 tr -d '\r' <"$work/console.log" | grep -E '^hotring(:| init:|-report: (time|node|net|input|modules))' | cut -c1-400
 status_line=$(tr -d '\r' <"$work/console.log" | sed -n 's/^hotring-report: status //p')
 boot_received=$(echo " $status_line " | sed -n 's/.* received=\([0-9]*\) .*/\1/p')
