@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "core/flags.h"
 #include "core/log.h"
+#include "hotplug/boot/init.h"
 #include "hotplug/cli.h"
 #include "hotplug/rules/mdev_applet.h"
 #include "ipc/bench_cli.h"
@@ -37,7 +38,9 @@ constexpr absl::string_view kUsage =
     "  trigger                write an action into sysfs uevent files (coldplug)\n"
     "  report                 where the time went: slowest events, waits, gaps; --svg FILE\n"
     "  mdev [-s|-d [-f]]      busybox's mdev (also when invoked as `mdev`, a symlink)\n"
-    "  bench reactor|events|coldplug|startup|rules|sysv|uds|uds-server|uds-client|dgram-fanin\n"
+    "  init                   PID 1 of an initramfs (also as a program named init)\n"
+    "  modprobe               kmod's modprobe (also as a program named modprobe)\n"
+    "  bench reactor|events|coldplug|startup|rules|modules|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
     "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"
@@ -107,10 +110,15 @@ int Main(int argc, char** argv) {
   if (absl::EndsWith(invoked, "hotring-send")) {
     return hotplug::RunAsUeventHelper(std::vector<std::string>(argv + 1, argv + argc));
   }
-  // As `mdev` (/sbin/mdev -> hotring): busybox's applet, arguments and all.
+  // As `mdev` (/sbin/mdev -> hotring): busybox's applet, arguments and all; as /init: PID 1 of
+  // an initramfs (the kernel starts it with no subcommand).
   const size_t slash = invoked.rfind('/');
-  if (invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1) == "mdev") {
+  const absl::string_view base = invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1);
+  if (base == "mdev") {
     return hotplug::rules::RunMdevApplet(std::vector<std::string>(argv + 1, argv + argc));
+  }
+  if (base == "init") {
+    return hotplug::boot::InitCommand(std::vector<std::string>(argv + 1, argv + argc));
   }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
@@ -129,6 +137,7 @@ int Main(int argc, char** argv) {
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
   if (command == "mdev") return hotplug::rules::RunMdevApplet(args);
+  if (command == "init") return hotplug::boot::InitCommand(args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;

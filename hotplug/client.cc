@@ -19,7 +19,9 @@ namespace hotring::hotplug {
 uint32_t NewCookie() {
   uint32_t cookie = 0;
   while (cookie == 0) {
-    if (::getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie)) {
+    // Never block for entropy: in an early-boot initramfs the pool may not be ready for a
+    // second, and a cookie only pairs replies with requests (the sender is checked anyway).
+    if (::getrandom(&cookie, sizeof(cookie), GRND_NONBLOCK) != sizeof(cookie)) {
       cookie = static_cast<uint32_t>(::getpid()) ^
                static_cast<uint32_t>(MonoNow().time_since_epoch().count());
     }

@@ -2,8 +2,14 @@
 # Installs what hotring needs to build and test on Debian 12 (run as root). Idempotent: does
 # nothing when everything is present.
 set -eu
+pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libgtest-dev libgmock-dev file"
 # clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
-pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libgtest-dev libgmock-dev file busybox-static clang-16 libclang-rt-16-dev libtsan2"
+pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
+# The boot test and bench boot (testing/initramfs/): Debian's kernel and its modules, the guest,
+# the image tools, busybox for the marker root, mdev and the comparison images, and
+# initramfs-tools + udev for Debian's own image (regen_expected_modules.sh, bench_boot.sh).
+pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
+pkgs="$pkgs initramfs-tools udev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -122,3 +122,31 @@ else
   echo "main job: FAILED" >&2
   exit 1
 fi
+
+[ "${HOTRING_MAIN_BOOT:-1}" = 0 ] && exit 0
+echo "== boot: hotring as /init of an initramfs, Debian's kernel in qemu (TCG)"
+version=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n 1)
+if [ -z "$version" ] || [ ! -r "/boot/vmlinuz-$version" ] || ! command -v qemu-system-x86_64 >/dev/null; then
+  echo "main job: boot skipped: no Debian kernel or qemu (testing/install_deps.sh installs them)" >&2
+  exit 1
+fi
+image_args=""
+# Until hotring loads modules itself, a busybox modprobe run by --exec loads the drivers.
+"$bin" modprobe --help >/dev/null 2>&1 || image_args="--with-shell --modprobe-handler"
+# shellcheck disable=SC2086
+sh testing/initramfs/mkimage.sh --hotring "$bin" --out "$work/hotring.img" --kernel-version "$version" $image_args
+sh testing/initramfs/mkdisk.sh --out "$work/disk.img"
+boot_status=0
+sh testing/initramfs/qemu_boot.sh --kernel "/boot/vmlinuz-$version" --initrd "$work/hotring.img" \
+  --disk "$work/disk.img" --log "$work/console.log" --timeout 360 \
+  --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240" || boot_status=$?
+tr -d '\r' <"$work/console.log" | grep -E '^hotring(:| init:|-report: (time|node|net|input|modules))' | cut -c1-400
+status_line=$(tr -d '\r' <"$work/console.log" | sed -n 's/^hotring-report: status //p')
+boot_received=$(echo " $status_line " | sed -n 's/.* received=\([0-9]*\) .*/\1/p')
+boot_handled=$(echo " $status_line " | sed -n 's/.* handled=\([0-9]*\) .*/\1/p')
+if [ "$boot_status" -ne 0 ] || [ -z "$boot_received" ] || [ "$boot_received" != "$boot_handled" ]; then
+  echo "main job: boot FAILED (qemu $boot_status, received ${boot_received:-?}, handled ${boot_handled:-?}); console:" >&2
+  tail -n 20 "$work/console.log" >&2
+  exit 1
+fi
+echo "main job: boot ok: the guest settled $boot_received uevents, all handled"

@@ -1,0 +1,76 @@
+#include "hotplug/boot/boot_cmdline.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
+namespace hotring::hotplug::boot {
+namespace {
+
+void ReadSeconds(absl::string_view value, absl::Duration* out) {
+  double seconds = 0;
+  if (absl::SimpleAtod(value, &seconds) && seconds >= 0 && seconds <= 24 * 3600) {
+    *out = absl::Seconds(seconds);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> SplitCmdline(absl::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false;
+  bool in_word = false;
+  for (const char c : text) {
+    if (c == '"') {
+      quoted = !quoted;
+      in_word = true;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\n')) {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word.push_back(c);
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+BootCmdline ParseBootCmdline(absl::string_view text) {
+  BootCmdline cmdline;
+  for (const std::string& word : SplitCmdline(text)) {
+    const size_t eq = word.find('=');
+    const absl::string_view key =
+        eq == std::string::npos ? absl::string_view(word) : absl::string_view(word).substr(0, eq);
+    const absl::string_view value =
+        eq == std::string::npos ? absl::string_view() : absl::string_view(word).substr(eq + 1);
+    if (key == "root") {
+      cmdline.root = std::string(value);
+    } else if (key == "rootfstype") {
+      cmdline.root_fstype = std::string(value);
+    } else if (key == "rootflags") {
+      cmdline.root_flags = std::string(value);
+    } else if (key == "rw" && eq == std::string::npos) {
+      cmdline.root_rw = true;
+    } else if (key == "ro" && eq == std::string::npos) {
+      cmdline.root_rw = false;
+    } else if (key == "init" && !value.empty()) {
+      cmdline.init = std::string(value);
+    } else if (key == "hotring.rootwait") {
+      ReadSeconds(value, &cmdline.root_wait);
+    } else if (key == "hotring.settle_timeout") {
+      ReadSeconds(value, &cmdline.settle_timeout);
+    } else if (key == "hotring.test") {
+      // `hotring.test` alone or `=1`/`=y`; `=0`/`=n` turns it off again.
+      cmdline.test = !(value == "0" || value == "n" || value == "no");
+    } else if (key == "hotring.stat") {
+      for (absl::string_view node : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        cmdline.stat_nodes.emplace_back(node);
+      }
+    }
+  }
+  return cmdline;
+}
+
+}  // namespace hotring::hotplug::boot

@@ -1,0 +1,37 @@
+// What `hotring init` takes from the kernel command line (/proc/cmdline): where the root is,
+// what to run there, and hotring's own `hotring.*` switches. Pure: given the text, no I/O.
+#ifndef HOTRING_HOTPLUG_BOOT_BOOT_CMDLINE_H_
+#define HOTRING_HOTPLUG_BOOT_BOOT_CMDLINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace hotring::hotplug::boot {
+
+// The parsed command line; owns its strings.
+struct BootCmdline {
+  std::string root;           // root=, "" when none (then power off after the report)
+  std::string root_fstype;    // rootfstype=, "" to try the usual ones
+  std::string root_flags;     // rootflags=, passed to mount(2) as data
+  bool root_rw = false;       // `rw` (default: read-only, as the kernel mounts it)
+  std::string init = "/sbin/init";  // init= in the new root
+  absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
+  bool test = false;          // hotring.test: report, then power off even with root=
+  std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
+  absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
+};
+
+// Splits on spaces (double quotes group, as the kernel does: `a="b c"`) and reads the keys
+// above; unknown words are ignored (they belong to the kernel or to the next init). A bad
+// number keeps the default: nothing on the command line may stop the boot.
+[[nodiscard]] BootCmdline ParseBootCmdline(absl::string_view text);
+
+// The words of a kernel command line with the kernel's quoting rules, quotes removed.
+[[nodiscard]] std::vector<std::string> SplitCmdline(absl::string_view text);
+
+}  // namespace hotring::hotplug::boot
+
+#endif  // HOTRING_HOTPLUG_BOOT_BOOT_CMDLINE_H_

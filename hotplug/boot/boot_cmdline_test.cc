@@ -1,0 +1,68 @@
+#include "hotplug/boot/boot_cmdline.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hotring::hotplug::boot {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(BootCmdlineTest, DefaultsWithoutRoot) {
+  const BootCmdline c = ParseBootCmdline("console=ttyS0 quiet\n");
+  EXPECT_EQ(c.root, "");
+  EXPECT_EQ(c.init, "/sbin/init");
+  EXPECT_FALSE(c.root_rw);
+  EXPECT_FALSE(c.test);
+  EXPECT_EQ(c.root_wait, absl::Seconds(30));
+  EXPECT_TRUE(c.stat_nodes.empty());
+}
+
+TEST(BootCmdlineTest, RootAndItsOptions) {
+  const BootCmdline c = ParseBootCmdline(
+      "BOOT_IMAGE=/vmlinuz root=/dev/vda rootfstype=ext4 rootflags=noatime rw init=/bin/marker "
+      "hotring.rootwait=2.5");
+  EXPECT_EQ(c.root, "/dev/vda");
+  EXPECT_EQ(c.root_fstype, "ext4");
+  EXPECT_EQ(c.root_flags, "noatime");
+  EXPECT_TRUE(c.root_rw);
+  EXPECT_EQ(c.init, "/bin/marker");
+  EXPECT_EQ(c.root_wait, absl::Milliseconds(2500));
+}
+
+TEST(BootCmdlineTest, LastOfRwAndRoWins) {
+  EXPECT_FALSE(ParseBootCmdline("rw ro").root_rw);
+  EXPECT_TRUE(ParseBootCmdline("ro rw").root_rw);
+  // `rw=1` is not the flag.
+  EXPECT_FALSE(ParseBootCmdline("rw=1").root_rw);
+}
+
+TEST(BootCmdlineTest, HotringSwitches) {
+  const BootCmdline c =
+      ParseBootCmdline("hotring.test hotring.stat=/dev/vda,,/dev/ttyS0 hotring.settle_timeout=7");
+  EXPECT_TRUE(c.test);
+  EXPECT_THAT(c.stat_nodes, ElementsAre("/dev/vda", "/dev/ttyS0"));
+  EXPECT_EQ(c.settle_timeout, absl::Seconds(7));
+  EXPECT_TRUE(ParseBootCmdline("hotring.test=1").test);
+  EXPECT_FALSE(ParseBootCmdline("hotring.test=0").test);
+}
+
+TEST(BootCmdlineTest, BadNumbersKeepTheDefault) {
+  EXPECT_EQ(ParseBootCmdline("hotring.rootwait=soon").root_wait, absl::Seconds(30));
+  EXPECT_EQ(ParseBootCmdline("hotring.rootwait=-1").root_wait, absl::Seconds(30));
+  EXPECT_EQ(ParseBootCmdline("hotring.settle_timeout=1e99").settle_timeout, absl::Seconds(120));
+}
+
+TEST(BootCmdlineTest, EmptyInitKeepsTheDefault) {
+  EXPECT_EQ(ParseBootCmdline("init=").init, "/sbin/init");
+}
+
+TEST(BootCmdlineTest, QuotesGroupWordsAsTheKernelDoes) {
+  EXPECT_THAT(SplitCmdline("a=\"b c\" d  \"e f\"g\n"), ElementsAre("a=b c", "d", "e fg"));
+  EXPECT_EQ(ParseBootCmdline("init=\"/bin/my init\" root=/dev/vdb").init, "/bin/my init");
+  // An unterminated quote runs to the end, without crashing.
+  EXPECT_THAT(SplitCmdline("x=\"y z"), ElementsAre("x=y z"));
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::boot

@@ -1,0 +1,473 @@
+#include "hotplug/boot/init.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <ftw.h>
+#include <linux/magic.h>
+#include <sys/reboot.h>
+#include <sys/statfs.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/status.h"
+#include "hotplug/boot/boot_cmdline.h"
+#include "hotplug/boot/boot_report.h"
+#include "hotplug/client.h"
+#include "hotplug/trigger.h"
+#include "hotplug/wire.h"
+
+namespace hotring::hotplug::boot {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// Seconds since the kernel started (CLOCK_BOOTTIME), the clock `bench boot` compares across
+// images: /init start and settled are both read from it.
+absl::Duration BootTime() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return absl::DurationFromTimespec(ts);
+}
+
+double Millis(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+// One console line, written at once (PID 1's stdout is /dev/console).
+void Say(const std::string& line) {
+  const std::string text = line + "\n";
+  (void)!::write(STDOUT_FILENO, text.data(), text.size());
+}
+
+void Report(const std::string& fact) { Say(absl::StrCat(kReportPrefix, fact)); }
+
+// PID 1 must not exit (the kernel panics): say why, then power off. If even that fails, wait.
+[[noreturn]] void PowerOff(const std::string& why) {
+  if (!why.empty()) Say(absl::StrCat("hotring init: ", why, "; powering off"));
+  ::sync();
+  ::reboot(RB_POWER_OFF);
+  for (;;) ::pause();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus(absl::StrCat("open(", path, ")"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::Status MountIfNeeded(const char* source, const char* target, const char* type,
+                           unsigned long flags, const char* data) {
+  if (::mkdir(target, 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("mkdir(", target, ")"));
+  }
+  if (::mount(source, target, type, flags, data) != 0 && errno != EBUSY) {
+    return ErrnoStatus(absl::StrCat("mount(", type, " on ", target, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MountEarly() {
+  HOTRING_RETURN_IF_ERROR(MountIfNeeded("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+  HOTRING_RETURN_IF_ERROR(MountIfNeeded("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+  HOTRING_RETURN_IF_ERROR(MountIfNeeded("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755"));
+  HOTRING_RETURN_IF_ERROR(MountIfNeeded("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
+  return absl::OkStatus();
+}
+
+// Without /dev/console in the image the kernel starts init with no stdio; devtmpfs has it.
+void EnsureConsole() {
+  if (::fcntl(STDOUT_FILENO, F_GETFD) >= 0) return;
+  const int fd = ::open("/dev/console", O_RDWR | O_NOCTTY);
+  if (fd < 0) return;
+  for (int i = 0; i < 3; ++i) {
+    if (fd != i) ::dup2(fd, i);
+  }
+  if (fd > 2) ::close(fd);
+}
+
+std::vector<std::string> DaemonArgs() {
+  std::vector<std::string> args = {"hotring", "daemon", "--log-kmsg"};
+  absl::StatusOr<std::string> text = ReadFile(kDaemonArgsFile);
+  if (!text.ok()) return args;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    args.emplace_back(line);
+  }
+  return args;
+}
+
+// Owns the running daemon (a child of PID 1, reaped here), asked to exit before switch_root.
+class DaemonChild {
+ public:
+  static absl::StatusOr<DaemonChild> Start(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) return ErrnoStatus("fork");
+    if (pid == 0) {
+      ::execv("/proc/self/exe", argv.data());
+      std::fprintf(stderr, "hotring init: exec daemon: %s\n", std::strerror(errno));
+      ::_exit(127);
+    }
+    return DaemonChild(pid);
+  }
+  DaemonChild(DaemonChild&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  DaemonChild& operator=(DaemonChild&&) = delete;
+  DaemonChild(const DaemonChild&) = delete;
+
+  // The daemon's exit, if it has exited (reaped here).
+  [[nodiscard]] absl::Status CheckAlive() {
+    if (pid_ <= 0) return absl::FailedPreconditionError("the daemon is not running");
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == 0) return absl::OkStatus();
+    pid_ = -1;
+    if (r < 0) return ErrnoStatus("waitpid(daemon)");
+    return absl::InternalError(
+        WIFEXITED(status) ? absl::StrCat("the daemon exited with status ", WEXITSTATUS(status))
+                          : absl::StrCat("the daemon died of signal ", WTERMSIG(status)));
+  }
+
+  // Asks the daemon to exit, then SIGKILLs it after `grace`.
+  void Stop(absl::Duration grace) {
+    if (pid_ <= 0) return;
+    ControlRequest request;
+    request.command = ControlCommand::kExit;
+    (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(2));
+    const absl::Time deadline = absl::Now() + grace;
+    while (absl::Now() < deadline) {
+      if (!CheckAlive().ok()) return;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    Say("hotring init: the daemon did not exit in time; killed");
+    pid_ = -1;
+  }
+
+ private:
+  explicit DaemonChild(pid_t pid) : pid_(pid) {}
+  pid_t pid_;
+};
+
+absl::StatusOr<Fields> Status() {
+  ControlRequest request;
+  request.command = ControlCommand::kStatus;
+  // A 1-vCPU guest busy loading drivers can take seconds to schedule the daemon.
+  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), absl::Seconds(5)));
+  if (!reply.ok) return absl::UnavailableError(reply.message);
+  return Fields(reply.fields.begin(), reply.fields.end());
+}
+
+// Polls `control status` until the daemon answers.
+// READY-FD: when `daemon --ready-fd N` is available, pass a pipe's write end and block on its
+// read end instead of polling (no retransmit delay, and a daemon that failed to start closes
+// the pipe without writing).
+absl::Status WaitForDaemon(DaemonChild& daemon, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    HOTRING_RETURN_IF_ERROR(daemon.CheckAlive());
+    ControlRequest request;
+    request.command = ControlCommand::kStatus;
+    absl::StatusOr<ControlReply> reply = Ask(kDefaultSocket, std::move(request), absl::Milliseconds(20));
+    if (reply.ok()) return absl::OkStatus();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the daemon did not answer in ", absl::FormatDuration(timeout), ": ",
+                       reply.status().ToString()));
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
+std::vector<std::string> ListDir(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string LinkBase(const std::string& path) {
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (n <= 0) return "-";
+  const std::string t(target, static_cast<size_t>(n));
+  const size_t slash = t.rfind('/');
+  return slash == std::string::npos ? t : t.substr(slash + 1);
+}
+
+std::string RealPath(const std::string& path) {
+  char resolved[4096];
+  if (::realpath(path.c_str(), resolved) == nullptr) return "-";
+  return resolved;
+}
+
+// How much the daemon wrote to the kernel's log this boot, and whether the kernel's rate limit
+// for /dev/kmsg writers dropped any of it ("printk: NAME: N output lines suppressed").
+std::string KmsgFact() {
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "kmsg unreadable";
+  size_t lines = 0;
+  size_t suppressed = 0;
+  char record[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, record, sizeof record);
+    if (n < 0 && errno == EPIPE) continue;  // overwritten records: read on
+    if (n <= 0) break;
+    const absl::string_view text(record, static_cast<size_t>(n));
+    const size_t semicolon = text.find(';');
+    const absl::string_view message =
+        semicolon == absl::string_view::npos ? text : text.substr(semicolon + 1);
+    if (absl::StartsWith(message, "hotring")) ++lines;
+    if (absl::StrContains(message, "output lines suppressed")) ++suppressed;
+  }
+  ::close(fd);
+  return absl::StrCat("kmsg hotring_lines=", lines, " suppressed_notes=", suppressed);
+}
+
+void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
+                absl::Duration settled, const std::vector<std::string>& modules) {
+  Report(absl::StrFormat("time init_ms=%.1f settled_ms=%.1f", Millis(init_start), Millis(settled)));
+  Report(StatusFact(status));
+  for (const std::string& node : cmdline.stat_nodes) {
+    struct stat st {};
+    if (::lstat(node.c_str(), &st) == 0) {
+      Report(NodeFact(node, st));
+    } else {
+      Report(MissingNodeFact(node, errno));
+    }
+  }
+  for (const std::string& net : ListDir("/sys/class/net")) {
+    Report(absl::StrCat("net ", OneWord(net), " driver=",
+                        OneWord(LinkBase(absl::StrCat("/sys/class/net/", net, "/device/driver")))));
+  }
+  for (const std::string& input : ListDir("/sys/class/input")) {
+    if (!absl::StartsWith(input, "input")) continue;  // event*, mouse*: the same device's nodes
+    const std::string dir = absl::StrCat("/sys/class/input/", input);
+    absl::StatusOr<std::string> name = ReadFile(dir + "/name");
+    std::vector<std::string> nodes;
+    for (const std::string& child : ListDir(dir)) {
+      if (absl::StartsWith(child, "event")) nodes.push_back(absl::StrCat("/dev/input/", child));
+    }
+    std::string node_facts;
+    for (const std::string& node : nodes) {
+      struct stat st {};
+      absl::StrAppend(&node_facts, " node=", node,
+                      ::stat(node.c_str(), &st) == 0 && S_ISCHR(st.st_mode) ? ":char" : ":missing");
+    }
+    Report(absl::StrCat("input ", input, " name=",
+                        OneWord(name.ok() ? absl::StripTrailingAsciiWhitespace(*name) : "-"),
+                        " path=", OneWord(RealPath(dir)), node_facts));
+  }
+  std::string line = "modules";
+  for (const std::string& m : modules) absl::StrAppend(&line, " ", m);
+  Report(line);
+  Report(KmsgFact());
+  Report("end");
+}
+
+// Waits until root= names an existing block device.
+// SETTLE-FOR: with `settle --for DEVNAME=...` in the client, wait for exactly that device
+// instead of settling everything and looking.
+absl::Status WaitForRoot(const BootCmdline& cmdline) {
+  if (!absl::StartsWith(cmdline.root, "/dev/")) {
+    return absl::UnimplementedError(
+        absl::StrCat("root=", cmdline.root, ": only /dev/NAME is understood"));
+  }
+  const absl::Time deadline = absl::Now() + cmdline.root_wait;
+  for (;;) {
+    struct stat st {};
+    if (::stat(cmdline.root.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return absl::OkStatus();
+    if (absl::Now() >= deadline) {
+      return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " did not appear in ",
+                                              absl::FormatDuration(cmdline.root_wait)));
+    }
+    (void)Settle(kDefaultSocket, absl::Milliseconds(200));
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+absl::Status MountRoot(const BootCmdline& cmdline) {
+  if (::mkdir("/root", 0755) != 0 && errno != EEXIST) return ErrnoStatus("mkdir(/root)");
+  std::vector<std::string> types;
+  if (!cmdline.root_fstype.empty()) {
+    types = absl::StrSplit(cmdline.root_fstype, ',', absl::SkipEmpty());
+  } else {
+    types = {"ext4", "ext3", "ext2", "xfs", "btrfs", "vfat"};
+  }
+  const unsigned long flags = cmdline.root_rw ? 0 : MS_RDONLY;
+  std::string errors;
+  for (const std::string& type : types) {
+    if (::mount(cmdline.root.c_str(), "/root", type.c_str(), flags,
+                cmdline.root_flags.empty() ? nullptr : cmdline.root_flags.c_str()) == 0) {
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&errors, errors.empty() ? "" : ", ", type, ": ", std::strerror(errno));
+  }
+  return absl::NotFoundError(absl::StrCat("mount ", cmdline.root, " on /root failed (", errors,
+                                          ")"));
+}
+
+// Frees the initramfs's memory (its modules are tens of MB of RAM) as switch_root does: removes
+// every file of the rootfs, staying on that filesystem (the new root and the moved mounts are
+// other filesystems), and only when / really is the initramfs (ramfs or tmpfs) and /root is not
+// on it.
+void DeleteInitramfs() {
+  struct statfs fs {};
+  if (::statfs("/", &fs) != 0 ||
+      (fs.f_type != static_cast<decltype(fs.f_type)>(RAMFS_MAGIC) &&
+       fs.f_type != static_cast<decltype(fs.f_type)>(TMPFS_MAGIC))) {
+    return;
+  }
+  struct stat root {}, new_root {};
+  if (::stat("/", &root) != 0 || ::stat("/root", &new_root) != 0 ||
+      root.st_dev == new_root.st_dev) {
+    return;
+  }
+  (void)::nftw(
+      "/",
+      // FTW_MOUNT: entries on other filesystems (the new root) are never reported.
+      [](const char* path, const struct stat*, int type, struct FTW* where) -> int {
+        if (where->level == 0) return 0;
+        if (type == FTW_DP) {
+          ::rmdir(path);
+        } else {
+          ::unlink(path);
+        }
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_MOUNT | FTW_PHYS);
+}
+
+// Moves the early mounts into the new root, makes it / and execs its init (as switch_root).
+absl::Status SwitchRoot(const BootCmdline& cmdline) {
+  for (const char* dir : {"/dev", "/proc", "/sys", "/run"}) {
+    const std::string target = absl::StrCat("/root", dir);
+    struct stat st {};
+    if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (::mount(dir, target.c_str(), nullptr, MS_MOVE, nullptr) != 0) {
+        return ErrnoStatus(absl::StrCat("mount --move ", dir, " ", target));
+      }
+    } else {
+      ::umount2(dir, MNT_DETACH);  // nowhere to go in the new root
+    }
+  }
+  DeleteInitramfs();
+  if (::chdir("/root") != 0) return ErrnoStatus("chdir(/root)");
+  if (::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0) return ErrnoStatus("mount --move . /");
+  if (::chroot(".") != 0) return ErrnoStatus("chroot(.)");
+  if (::chdir("/") != 0) return ErrnoStatus("chdir(/)");
+  if (::access(cmdline.init.c_str(), X_OK) != 0) {
+    return ErrnoStatus(absl::StrCat("init=", cmdline.init, " in the new root"));
+  }
+  char* const argv[] = {const_cast<char*>(cmdline.init.c_str()), nullptr};
+  ::execv(cmdline.init.c_str(), argv);
+  return ErrnoStatus(absl::StrCat("exec ", cmdline.init));
+}
+
+[[noreturn]] void RunInit() {
+  const absl::Duration init_start = BootTime();
+  ::umask(022);
+  absl::Status mounted = MountEarly();
+  EnsureConsole();
+  if (!mounted.ok()) PowerOff(mounted.ToString());
+  absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
+  const BootCmdline cmdline = ParseBootCmdline(text.ok() ? *text : "");
+
+  absl::StatusOr<DaemonChild> daemon = DaemonChild::Start(DaemonArgs());
+  if (!daemon.ok()) PowerOff(daemon.status().ToString());
+  if (absl::Status ready = WaitForDaemon(*daemon, absl::Seconds(30)); !ready.ok()) {
+    PowerOff(ready.ToString());
+  }
+
+  // Coldplug: `trigger --action add --settle`, in process.
+  const absl::Duration coldplug_start = BootTime();
+  TriggerOptions trigger;
+  trigger.action = "add";
+  FILE* quiet = std::fopen("/dev/null", "w");
+  TriggerEnvironment env;
+  env.out = quiet != nullptr ? quiet : stdout;
+  env.progress = false;
+  absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
+  if (quiet != nullptr) std::fclose(quiet);
+  if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
+  if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
+  const absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
+  const absl::Duration settled_at = BootTime();
+  if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
+  if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
+
+  absl::StatusOr<Fields> status = Status();
+  absl::StatusOr<std::string> proc_modules = ReadFile("/proc/modules");
+  const std::vector<std::string> modules =
+      ParseProcModules(proc_modules.ok() ? *proc_modules : "");
+  const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
+  Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
+  PrintFacts(cmdline, fields, init_start, settled_at, modules);
+
+  if (cmdline.test || cmdline.root.empty()) {
+    daemon->Stop(absl::Seconds(5));
+    PowerOff(cmdline.test ? "" : "no root= given");
+  }
+  if (absl::Status root = WaitForRoot(cmdline); !root.ok()) PowerOff(root.ToString());
+  if (absl::Status root = MountRoot(cmdline); !root.ok()) PowerOff(root.ToString());
+  // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
+  daemon->Stop(absl::Seconds(5));
+  Say(absl::StrCat("hotring init: switching to ", cmdline.root, ", exec ", cmdline.init));
+  const absl::Status switched = SwitchRoot(cmdline);
+  PowerOff(switched.ToString());
+}
+
+}  // namespace
+
+int InitCommand(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(
+        "usage: hotring init (as PID 1 of an initramfs; also as a program named init)\n"
+        "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
+        "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
+        "  then switches to root= or powers off (no root=, or hotring.test).\n"
+        "  kernel command line: root= rootfstype= rootflags= rw ro init= hotring.test\n"
+        "  hotring.stat=/dev/A,/dev/B hotring.rootwait=S hotring.settle_timeout=S\n",
+        stdout);
+    return 0;
+  }
+  if (::getpid() != 1) {
+    std::fputs("hotring init: refusing to run: not PID 1 (it mounts, and powers the machine off)\n",
+               stderr);
+    return 2;
+  }
+  RunInit();
+}
+
+}  // namespace hotring::hotplug::boot

@@ -1,0 +1,159 @@
+#!/bin/sh
+# bench boot: boots the test guest (qemu_boot.sh) with several initramfs images, interleaved,
+# and prints medians of
+#   kernel start -> /init, /init -> settled (CLOCK_BOOTTIME / /proc/uptime read in the guest),
+#   modules loaded at settled, and the image's size,
+# for a 1-vCPU and a 2-vCPU guest. The images:
+#   hotring          hotring's image (mkimage.sh): `hotring init`, drivers loaded by hotring
+#                    from MODALIAS (with a hotring that has no modules stage yet: by its
+#                    --exec handler running busybox modprobe; the table says which)
+#   hotring-hostonly the same with --host-only (only this machine's modaliases: smaller)
+#   mdev             busybox `mdev -d` with the modalias idiom
+#                    `$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"` plus a sysfs modalias scan;
+#                    settled = when /proc/modules last changed with no modprobe left running
+#   udev             Debian's initramfs-tools + systemd-udevd (mkimage_udev.sh), settled =
+#                    `udevadm settle` returned
+#   kernel-serial    the kernel's own share: one `modprobe -a` of exactly expected_modules.txt
+#   kernel-parallel  one modprobe per module of that list, all started at once (the floor
+#                    a parallel loader can reach with 2 vCPUs)
+# All but udev carry the same modules (mkimage.sh's default set).
+#
+#   bench_boot.sh [--hotring BIN] [--runs N (default 3)] [--smp "1 2"] [--images "LIST"]
+#                 [--keep DIR] [--timeout S]
+set -eu
+# The sbin directories (depmod, mkfs.ext4, mkinitramfs) may be missing from PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
+here=$(cd "$(dirname "$0")" && pwd)
+hotring="" runs=3 smps="1 2" images="hotring hotring-hostonly mdev udev kernel-serial kernel-parallel"
+keep="" timeout=240
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hotring) hotring=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --smp) smps=$2; shift 2 ;;
+    --images) images=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_boot.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$hotring" ] || hotring="$here/../../bazel-bin/hotring"
+version=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n 1)
+kernel="/boot/vmlinuz-$version"
+if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/bench-boot.XXXXXX"); trap 'rm -rf "$work"' EXIT; fi
+list="$work/modules.list"
+grep -v '^#' "$here/expected_modules.txt" | sed '/^$/d' >"$list"
+
+# The shell /init scripts. Each prints the same report lines as `hotring init`.
+report_tail='
+ms() { awk "BEGIN {printf \"%.1f\", $1 * 1000}"; }
+echo "hotring-report: time init_ms=$(ms "$t0") settled_ms=$(ms "$t1")"
+echo "hotring-report: modules $(cut -d" " -f1 /proc/modules | sort | tr "\n" " ")"
+echo "hotring-report: end"
+poweroff -f'
+head_part='#!/bin/sh
+mount -t proc proc /proc
+read -r t0 _ </proc/uptime
+mount -t sysfs sysfs /sys
+mount -t devtmpfs -o mode=0755 devtmpfs /dev
+mkdir -p /run && mount -t tmpfs tmpfs /run'
+# mdev: settled is the last time /proc/modules changed, once it has been still (and no
+# modprobe ran) for 0.3 s; the 0.3 s of watching are not counted.
+cat >"$work/init-mdev" <<EOF2
+$head_part
+mdev -d
+find /sys/devices -name modalias -type f | xargs cat | sort -u | xargs modprobe -b -a -q 2>/dev/null
+last=\$(wc -l </proc/modules); read -r t1 _ </proc/uptime
+while :; do
+  read -r now _ </proc/uptime
+  n=\$(wc -l </proc/modules)
+  busy=\$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c modprobe)
+  if [ "\$n" != "\$last" ] || [ "\$busy" != 0 ]; then last=\$n; t1=\$now; fi
+  awk "BEGIN {exit !(\$now - \$t1 >= 0.3)}" && break
+  sleep 0.05
+done
+$report_tail
+EOF2
+cat >"$work/mdev-idiom.conf" <<'EOF2'
+$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"
+.* 0:0 660
+EOF2
+cat >"$work/init-kernel-serial" <<EOF2
+$head_part
+modprobe -a \$(cat /etc/bench.modules)
+read -r t1 _ </proc/uptime
+$report_tail
+EOF2
+cat >"$work/init-kernel-parallel" <<EOF2
+$head_part
+for m in \$(cat /etc/bench.modules); do modprobe \$m & done
+wait
+read -r t1 _ </proc/uptime
+$report_tail
+EOF2
+
+# hotring's modules stage, or the busybox handler until there is one.
+hotring_args=""
+hotring_label="hotring"
+if ! "$hotring" modprobe --help >/dev/null 2>&1; then
+  hotring_args="--with-shell --modprobe-handler"
+  hotring_label="hotring+busybox-modprobe-handler"
+fi
+build() {
+  img="$work/$1.img"
+  [ -s "$img" ] && return 0
+  echo "bench_boot: building $1" >&2
+  case "$1" in
+    # shellcheck disable=SC2086
+    hotring) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
+    # shellcheck disable=SC2086
+    hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
+    mdev) sh "$here/mkimage.sh" --with-shell --init "$work/init-mdev" --mdev-conf "$work/mdev-idiom.conf" --out "$img" ;;
+    udev) sh "$here/mkimage_udev.sh" --out "$img" --kernel-version "$version" ;;
+    kernel-serial|kernel-parallel)
+      sh "$here/mkimage.sh" --with-shell --init "$work/init-$1" --add "$list=etc/bench.modules" --out "$img" ;;
+    *) echo "bench_boot: unknown image $1" >&2; return 1 ;;
+  esac
+}
+[ -s "$work/disk.img" ] || sh "$here/mkdisk.sh" --out "$work/disk.img"
+for i in $images; do build "$i"; done
+
+results="$work/results.txt"  # image smp run kernel_to_init_ms init_to_settled_ms modules
+: >"$results"
+for run in $(seq 1 "$runs"); do
+  for smp in $smps; do
+    for i in $images; do
+      log="$work/console-$i-smp$smp-run$run.log"
+      status=0
+      sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/$i.img" --disk "$work/disk.img" \
+        --log "$log" --smp "$smp" --timeout "$timeout" --append "hotring.test" || status=$?
+      line=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: time //p' | head -n 1)
+      mods=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: modules //p' | head -n 1 | wc -w)
+      init_ms=$(echo "$line" | sed -n 's/.*init_ms=\([0-9.]*\).*/\1/p')
+      settled_ms=$(echo "$line" | sed -n 's/.*settled_ms=\([0-9.]*\).*/\1/p')
+      if [ -z "$init_ms" ] || [ -z "$settled_ms" ]; then
+        echo "bench_boot: $i smp $smp run $run: no time line (qemu $status), see $log" >&2
+        continue
+      fi
+      echo "$i $smp $run $init_ms $(awk "BEGIN {printf \"%.1f\", $settled_ms - $init_ms}") $mods" | tee -a "$results" >&2
+    done
+  done
+done
+
+median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+echo
+echo "bench boot: $kernel, qemu TCG, $runs runs interleaved, medians (ms)"
+printf '%-34s %4s %16s %18s %8s %10s\n' image vCPUs "kernel->/init" "/init->settled" modules "image KiB"
+for smp in $smps; do
+  for i in $images; do
+    label=$i
+    [ "$i" = hotring ] && label=$hotring_label
+    [ "$i" = hotring-hostonly ] && label="$hotring_label --host-only"
+    k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
+    t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
+    m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
+    printf '%-34s %4s %16s %18s %8s %10s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$work/$i.img" | cut -f1)"
+  done
+done

@@ -1,0 +1,163 @@
+#!/bin/sh
+# The boot test: hotring as the device manager of a real initramfs. Builds hotring's image
+# (mkimage.sh), boots Debian's kernel in qemu (qemu_boot.sh: virtio disk, e1000 and virtio-net
+# NICs, USB keyboard) and asserts on the console's `hotring-report:` block:
+#   - /dev/vda exists, a block device with the owner, group and mode of the image's mdev.conf;
+#   - both NICs exist, bound to e1000 and virtio_net (drivers hotring loaded from MODALIAS);
+#   - the USB keyboard is an input device;
+#   - the status counters add up: received = handled, nothing failed or timed out, no overrun,
+#     nothing dropped;
+#   - the loaded modules are exactly those Debian's udev initrd loads (expected_modules.txt);
+#   - the daemon wrote at most 5 lines to the kernel log, and the kernel's rate limit dropped none.
+# A second boot with root=/dev/vda must switch to the ext4 root and run its marker program.
+# Every assertion prints PASS or FAIL with what it saw; the consoles are kept in
+# $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs/).
+#
+# Environment: HOTRING_BOOT_TEST_IMAGE_ARGS: extra mkimage.sh arguments (for instance
+# "--with-shell --modprobe-handler" to have busybox modprobe load the drivers on a hotring
+# without its modules stage); HOTRING_BOOT_TEST_SMP (default 1); HOTRING_BIN (default: the
+# //:hotring of the runfiles).
+set -u
+# Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
+export PATH="$PATH:/usr/sbin:/sbin"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${TEST_SRCDIR:-}" ]; then
+  runfiles="$TEST_SRCDIR/${TEST_WORKSPACE:-hotring}"
+  here="$runfiles/testing/initramfs"
+  hotring="${HOTRING_BIN:-$runfiles/hotring}"
+else
+  hotring="${HOTRING_BIN:-$here/../../bazel-bin/hotring}"
+fi
+out="${TEST_UNDECLARED_OUTPUTS_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/boot-test.XXXXXX")}"
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/boot-test-work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+smp="${HOTRING_BOOT_TEST_SMP:-1}"
+
+failures=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || { echo "boot_test: $1 is missing (run testing/install_deps.sh)" >&2; exit 1; }
+}
+need file; need qemu-system-x86_64; need cpio; need mkfs.ext4; need zstd; need depmod; need modprobe
+[ -x /bin/busybox ] || { echo "boot_test: /bin/busybox is missing (busybox-static)" >&2; exit 1; }
+# The sanitizer builds link dynamically: such a hotring cannot be an initramfs's /init.
+if ! file -L "$hotring" | grep -q 'statically linked'; then
+  echo "boot_test: SKIPPED: $hotring is not statically linked (a sanitizer build?); the boot needs the static binary"
+  exit 0
+fi
+version=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n 1)
+kernel="/boot/vmlinuz-$version"
+[ -r "$kernel" ] || { echo "boot_test: no Debian kernel in /boot (linux-image-amd64)" >&2; exit 1; }
+echo "boot_test: kernel $kernel, hotring $hotring, smp $smp"
+
+# shellcheck disable=SC2086
+sh "$here/mkimage.sh" --hotring "$hotring" --out "$work/hotring.img" --kernel-version "$version" \
+  --mdev-conf "$here/mdev.conf" ${HOTRING_BOOT_TEST_IMAGE_ARGS:-} || { echo "boot_test: mkimage.sh failed" >&2; exit 1; }
+sh "$here/mkdisk.sh" --out "$work/disk.img" || { echo "boot_test: mkdisk.sh failed" >&2; exit 1; }
+
+# --- boot 1: coldplug, report, power off ---
+log="$out/console-test.log"
+status=0
+sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/hotring.img" --disk "$work/disk.img" \
+  --log "$log" --smp "$smp" --timeout 360 --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240" || status=$?
+tr -d '\r' <"$log" >"$work/console"
+fact() { sed -n "s|^hotring-report: $1 ||p" "$work/console"; }
+echo "--- console (hotring lines) ---"
+grep '^hotring' "$work/console" | cut -c1-300
+echo "---"
+[ "$status" -eq 0 ] && pass "guest 1 powered off (qemu exit 0)" || fail "guest 1: qemu exited $status (124: timeout)"
+grep -q '^hotring-report: end' "$work/console" && pass "report block complete" ||
+  fail "no complete hotring-report block; console tail: $(tail -n 5 "$work/console" | tr '\n' '|')"
+if grep -q '^hotring init: ' "$work/console"; then
+  fail "init reported errors: $(grep '^hotring init: ' "$work/console" | head -n 3 | tr '\n' '|')"
+fi
+grep -q '^hotring: settled ' "$work/console" && pass "summary line printed" || fail "no summary line"
+
+# /dev/vda: block device, owner and mode from mdev.conf (vd[a-z] 0:6 0640).
+node=$(fact 'node /dev/vda')
+case "$node" in
+  *"type=block"*"uid=0 gid=6 mode=0640"*) pass "/dev/vda: $node" ;;
+  *"type=block"*) fail "/dev/vda exists but not as mdev.conf says (want uid=0 gid=6 mode=0640): $node (rules stage missing?)" ;;
+  *) fail "/dev/vda: ${node:-not reported} (virtio_blk not loaded?)" ;;
+esac
+
+# Both NICs, bound to their drivers.
+nets=$(fact net | tr '\n' ';')
+for driver in e1000 virtio_net; do
+  echo "$nets" | grep -q "driver=$driver;" && pass "a NIC bound to $driver" ||
+    fail "no NIC bound to $driver (have: ${nets:-none}; module not loaded from MODALIAS?)"
+done
+
+# The USB keyboard is an input device.
+kbd=$(fact input | grep '/usb' | grep -i 'keyboard' | head -n 1)
+[ -n "$kbd" ] && pass "USB keyboard: $kbd" ||
+  fail "no USB keyboard among the input devices: $(fact input | tr '\n' ';') (xhci_pci/usbhid not loaded?)"
+
+# Status counters.
+st=$(fact status)
+val() { echo " $st " | sed -n "s/.* $1=\([0-9]*\) .*/\1/p"; }
+received=$(val received) handled=$(val handled)
+if [ -z "$st" ]; then
+  fail "no status line"
+else
+  [ -n "$received" ] && [ "$received" -gt 0 ] && [ "$received" = "$handled" ] &&
+    pass "received = handled = $received" || fail "received=$received handled=$handled"
+  for key in failed timed_out killed netlink_overruns held queued running; do
+    v=$(val "$key")
+    [ "$v" = 0 ] && pass "$key = 0" || fail "$key = ${v:-absent}"
+  done
+  drops=$(echo "$st" | tr ' ' '\n' | grep '^dropped_' | grep -v '=0$' | tr '\n' ' ')
+  [ -z "$drops" ] && pass "nothing dropped" || fail "dropped: $drops"
+  # What a module stage counts, once there is one.
+  mf=$(val modules_failed)
+  [ -z "$mf" ] || { [ "$mf" = 0 ] && pass "modules_failed = 0" || fail "modules_failed = $mf"; }
+fi
+
+# The kernel rate-limits /dev/kmsg writers (about 10 lines per 5 s): the daemon must say little
+# (one summary when settled, errors aggregated), and nothing of it may have been suppressed.
+km=$(fact kmsg)
+kl=$(echo " $km " | sed -n 's/.* hotring_lines=\([0-9]*\) .*/\1/p')
+ks=$(echo " $km " | sed -n 's/.* suppressed_notes=\([0-9]*\) .*/\1/p')
+if [ -z "$kl" ]; then
+  fail "no kmsg fact in the report"
+else
+  [ "$kl" -le 5 ] && pass "the daemon wrote $kl lines to the kernel log (at most 5)" ||
+    fail "the daemon wrote $kl lines to the kernel log (want at most 5: the rate limit drops the rest)"
+  [ "$ks" = 0 ] && pass "no kernel log line suppressed by the rate limit" ||
+    fail "the kernel suppressed log lines ($ks notes): something the operator needs may be lost"
+fi
+
+# Loaded modules = Debian's udev initrd's.
+fact modules | tr ' ' '\n' | sed '/^$/d' | sort -u >"$work/loaded"
+grep -v '^#' "$here/expected_modules.txt" | sed '/^$/d' | sort -u >"$work/expected"
+if cmp -s "$work/loaded" "$work/expected"; then
+  pass "loaded modules = Debian udev's ($(wc -l <"$work/expected"))"
+else
+  fail "loaded modules differ from expected_modules.txt: missing [$(comm -13 "$work/loaded" "$work/expected" | tr '\n' ' ')] extra [$(comm -23 "$work/loaded" "$work/expected" | tr '\n' ' ')]"
+fi
+
+# --- boot 2: switch_root to the ext4 disk ---
+log2="$out/console-root.log"
+status=0
+sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/hotring.img" --disk "$work/disk.img" \
+  --log "$log2" --smp "$smp" --timeout 360 --append "root=/dev/vda rootfstype=ext4 hotring.settle_timeout=240" || status=$?
+tr -d '\r' <"$log2" >"$work/console2"
+echo "--- console of the root= boot (hotring and marker lines) ---"
+grep -E '^hotring(:| init:|-marker:)' "$work/console2" | cut -c1-300
+echo "---"
+marker=$(grep '^hotring-marker: switched to the ext4 root' "$work/console2" | head -n 1)
+case "$marker" in
+  *"pid 1, root /dev/vda ext4"*) pass "switch_root: $marker" ;;
+  "") fail "no marker from the ext4 root; console tail: $(tail -n 5 "$work/console2" | tr '\n' '|')" ;;
+  *) fail "marker ran, but not as PID 1 on /dev/vda ext4: $marker" ;;
+esac
+
+if [ "$failures" -eq 0 ]; then
+  echo "boot_test: all assertions passed"
+  exit 0
+fi
+echo "boot_test: $failures assertion(s) failed (consoles in $out)"
+exit 1

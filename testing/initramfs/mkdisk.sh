@@ -1,0 +1,30 @@
+#!/bin/sh
+# The guest's virtio disk: an ext4 filesystem (made with mkfs.ext4 -d, nothing is mounted) whose
+# /sbin/init is a marker program: it prints "hotring-marker: switched to the ext4 root" and
+# powers the guest off. busybox-static is its shell and its poweroff.
+#
+#   mkdisk.sh --out IMAGE
+set -eu
+# Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
+export PATH="$PATH:/usr/sbin:/sbin"
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    *) echo "mkdisk.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || { echo "mkdisk.sh: --out is required" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/mkdisk.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin" "$work/sbin" "$work/dev" "$work/proc" "$work/sys" "$work/run" "$work/tmp"
+cp /bin/busybox "$work/bin/busybox"
+ln -s busybox "$work/bin/sh"
+cat >"$work/sbin/init" <<'INIT'
+#!/bin/sh
+/bin/busybox echo "hotring-marker: switched to the ext4 root, pid $$, root $(/bin/busybox awk '$2 == "/" {print $1, $3}' /proc/mounts | /bin/busybox tail -n 1)"
+/bin/busybox poweroff -f
+INIT
+chmod 755 "$work/sbin/init"
+rm -f "$out"
+mkfs.ext4 -q -L hotring-root -d "$work" "$out" 32M
