@@ -13,6 +13,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "hotplug/cli.h"
+#include "hotplug/modules/modprobe_command.h"
 #include "ipc/bench_cli.h"
 #include "core/status.h"
 #include "io/reactor.h"
@@ -33,6 +34,7 @@ constexpr absl::string_view kUsage =
     "  control status|exit|reload\n"
     "  monitor                print handled events (--kernel: raw kernel uevents)\n"
     "  trigger                write an action into sysfs uevent files (coldplug)\n"
+    "  modprobe NAME|ALIAS    load kernel modules as kmod's modprobe (also as `modprobe`)\n"
     "  bench reactor|events|coldplug|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
@@ -103,6 +105,13 @@ int Main(int argc, char** argv) {
   if (absl::EndsWith(invoked, "hotring-send")) {
     return hotplug::RunAsUeventHelper(std::vector<std::string>(argv + 1, argv + argc));
   }
+  // As `modprobe` (a symlink, e.g. /sbin/modprobe) it is kmod's modprobe: the kernel's
+  // request_module runs `/sbin/modprobe -q -- NAME`.
+  if (const size_t slash = invoked.rfind('/');
+      invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1) == "modprobe") {
+    return hotplug::modules::ModprobeMain("modprobe",
+                                          std::vector<std::string>(argv + 1, argv + argc));
+  }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
     return 2;
@@ -119,6 +128,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
+  if (command == "modprobe") return hotplug::modules::ModprobeMain("modprobe", args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;
