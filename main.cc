@@ -35,7 +35,7 @@ constexpr absl::string_view kUsage =
     "  monitor                print handled events (--kernel: raw kernel uevents)\n"
     "  trigger                write an action into sysfs uevent files (coldplug)\n"
     "  modprobe NAME|ALIAS    load kernel modules as kmod's modprobe (also as `modprobe`)\n"
-    "  bench reactor|events|coldplug|sysv|uds|uds-server|uds-client|dgram-fanin\n"
+    "  bench reactor|events|coldplug|modules|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
     "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
+#include "hotplug/bench/bench_modules.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
@@ -190,11 +191,14 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
   return 2;
 }
 
-bool IsHotplugBench(const std::string& name) { return name == "events" || name == "coldplug"; }
+bool IsHotplugBench(const std::string& name) {
+  return name == "events" || name == "coldplug" || name == "modules";
+}
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
   if (name == "events") return BenchEventsCommand(args);
   if (name == "coldplug") return BenchColdplugCommand(args);
+  if (name == "modules") return bench::BenchModulesCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

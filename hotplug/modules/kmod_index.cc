@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <bitset>
 #include <cstring>
 #include <utility>
 
@@ -109,11 +111,42 @@ struct Found {
   absl::string_view value;
 };
 
+// Positions of the query that a pattern prefix can have consumed up to (bit j: the prefix
+// matches query[start, j)). Lets the wildcard walk drop a subtree as soon as no key below it
+// can match, instead of fnmatch'ing every key of it; fnmatch still decides every match.
+constexpr size_t kMaxTracked = 255;
+using Positions = std::bitset<kMaxTracked + 1>;
+
+struct GlobState {
+  enum class Mode : uint8_t { kTrack, kBracket, kUnknown };
+  Positions positions;
+  Mode mode = Mode::kTrack;
+  uint32_t bracket_start = 0;  // index in the pattern of the first character after '['
+};
+
 // kmod's wildcard search: descend literally until a wildcard, then enumerate the wildcard
 // subtree and fnmatch each complete key (from the wildcard on) against the rest of the query.
 class WildSearch {
  public:
-  WildSearch(const Walker& walker, const std::string& key) : walker_(walker), key_(key) {}
+  WildSearch(const Walker& walker, const std::string& key) : walker_(walker), key_(key) {
+    tracked_ = key_.size() <= kMaxTracked;
+    mask_of_.fill(0);  // slot 0: the empty mask of characters not in the key
+    masks_.emplace_back();
+    if (tracked_) {
+      for (size_t j = 0; j < key_.size(); ++j) {
+        uint8_t& slot = mask_of_[static_cast<unsigned char>(key_[j]) & 127];
+        if (slot == 0) {
+          slot = static_cast<uint8_t>(masks_.size());
+          masks_.emplace_back();
+        }
+        masks_[slot].set(j);
+        any_.set(j);
+      }
+      for (size_t j = 0; j <= key_.size(); ++j) upto_end_.set(j);
+    }
+  }
+
+  const Positions& Mask(unsigned char c) const { return masks_[mask_of_[c & 127]]; }
 
   void Run(const Node& root) {
     Node node = root;
@@ -123,7 +156,7 @@ class WildSearch {
         const char ch = node.prefix[j];
         if (ch == '*' || ch == '?' || ch == '[') {
           pattern_.clear();
-          All(node, j, i + j, 0);
+          All(node, j, i + j, Start(i + j));
           return;
         }
         if (ch != KeyAt(i + j)) return;
@@ -133,7 +166,8 @@ class WildSearch {
         Node child;
         if (walker_.Child(node, wildcard, &child)) {
           pattern_.assign(1, wildcard);
-          All(child, 0, i, 0);
+          GlobState state = Start(i);
+          if (Step(&state, wildcard)) All(child, 0, i, state);
         }
       }
       if (KeyAt(i) == '\0') {
@@ -153,40 +187,122 @@ class WildSearch {
  private:
   char KeyAt(size_t i) const { return i < key_.size() ? key_[i] : '\0'; }
 
+  GlobState Start(size_t position) const {
+    GlobState state;
+    if (!tracked_) {
+      state.mode = GlobState::Mode::kUnknown;
+    } else {
+      state.positions.set(position);
+    }
+    return state;
+  }
+
+  // Applies pattern_.back() (just appended) to `state`; false when no key below can match.
+  bool Step(GlobState* state, char c) const {
+    switch (state->mode) {
+      case GlobState::Mode::kUnknown:
+        return true;
+      case GlobState::Mode::kBracket: {
+        if (c == '[' || c == '\\') {
+          state->mode = GlobState::Mode::kUnknown;
+          return true;
+        }
+        absl::string_view body(pattern_.data() + state->bracket_start,
+                               pattern_.size() - 1 - state->bracket_start);
+        const bool negated = !body.empty() && (body[0] == '!' || body[0] == '^');
+        if (negated) body.remove_prefix(1);
+        if (c != ']' || body.empty()) return true;  // ']' first is a member
+        Positions members;
+        for (size_t k = 0; k < body.size(); ++k) {
+          unsigned lo = static_cast<unsigned char>(body[k]);
+          unsigned hi = lo;
+          if (k + 2 < body.size() && body[k + 1] == '-') {
+            hi = static_cast<unsigned char>(body[k + 2]);
+            k += 2;
+          }
+          if (hi < lo || hi >= 128) {
+            state->mode = GlobState::Mode::kUnknown;
+            return true;
+          }
+          for (unsigned ch = lo; ch <= hi; ++ch) members |= Mask(static_cast<unsigned char>(ch));
+        }
+        if (negated) members = any_ & ~members;
+        state->positions = (state->positions & members) << 1;
+        state->mode = GlobState::Mode::kTrack;
+        return state->positions.any();
+      }
+      case GlobState::Mode::kTrack:
+        break;
+    }
+    switch (c) {
+      case '*': {
+        size_t lowest = 0;
+        while (lowest <= kMaxTracked && !state->positions.test(lowest)) ++lowest;
+        if (lowest > kMaxTracked) return false;
+        state->positions = (upto_end_ >> lowest) << lowest;
+        return true;
+      }
+      case '?':
+        state->positions = (state->positions & any_) << 1;
+        return state->positions.any();
+      case '[':
+        state->mode = GlobState::Mode::kBracket;
+        state->bracket_start = static_cast<uint32_t>(pattern_.size());
+        return true;
+      case '\\':
+        state->mode = GlobState::Mode::kUnknown;
+        return true;
+      default:
+        state->positions = (state->positions & Mask(static_cast<unsigned char>(c))) << 1;
+        return state->positions.any();
+    }
+  }
+
   void AddValues(const Node& node) {
     walker_.ForEachValue(node, [&](uint32_t priority, absl::string_view value) {
       found_.push_back({priority, found_.size(), value});
     });
   }
 
-  // `subkey` indexes key_; pattern_ holds the key text from the first wildcard on.
-  void All(const Node& node, size_t j, size_t subkey, int depth) {
-    const size_t pushed = node.prefix.size() - j;
-    pattern_.append(node.prefix.data() + j, pushed);
-    if (pattern_.size() > kMaxPatternLength) {
-      pattern_.resize(pattern_.size() - pushed);
-      return;
+  // `subkey` indexes key_; pattern_ holds the key text from the first wildcard on; `state`
+  // has consumed pattern_ so far.
+  void All(const Node& node, size_t j, size_t subkey, GlobState state) {
+    const size_t base = pattern_.size();
+    for (size_t k = j; k < node.prefix.size(); ++k) {
+      pattern_.push_back(node.prefix[k]);
+      if (!Step(&state, node.prefix[k]) || pattern_.size() > kMaxPatternLength) {
+        pattern_.resize(base);
+        return;
+      }
     }
     if (node.children != nullptr) {
       for (unsigned ch = node.first; ch <= node.last; ++ch) {
         Node child;
         if (!walker_.Child(node, static_cast<unsigned char>(ch), &child)) continue;
         pattern_.push_back(static_cast<char>(ch));
-        All(child, 0, subkey, depth + 1);
+        GlobState child_state = state;
+        if (Step(&child_state, static_cast<char>(ch))) All(child, 0, subkey, child_state);
         pattern_.pop_back();
       }
     }
-    if (node.value_count > 0) {
+    if (node.value_count > 0 &&
+        (state.mode != GlobState::Mode::kTrack || state.positions.test(key_.size()))) {
       ++fnmatch_calls_;
       if (::fnmatch(pattern_.c_str(), key_.c_str() + std::min(subkey, key_.size()), 0) == 0) {
         AddValues(node);
       }
     }
-    pattern_.resize(pattern_.size() - pushed);
+    pattern_.resize(base);
   }
 
   const Walker& walker_;
   const std::string& key_;
+  bool tracked_ = false;
+  // Masks of the key's distinct characters (at most 128 + the empty one).
+  std::array<uint8_t, 128> mask_of_;
+  std::vector<Positions> masks_;
+  Positions any_;
+  Positions upto_end_;
   std::string pattern_;
   std::vector<Found> found_;
   size_t fnmatch_calls_ = 0;

@@ -85,7 +85,7 @@ struct KmodResolver::ModRef {
   std::optional<std::string> alias;
   Builtin builtin = Builtin::kUnknown;
   std::optional<std::string> install;  // set by the install-commands lookup
-  std::optional<std::string> path;     // known from a dependency line
+  std::optional<absl::string_view> path;  // from a dependency line (in the mapped index)
 
   std::string Key() const { return alias ? absl::StrCat(name, "\\", *alias) : name; }
 };
@@ -115,31 +115,34 @@ class ProbeBuilder {
   }
 
   std::vector<Entry>& entries() { return entries_; }
-  const absl::flat_hash_map<std::string, std::vector<std::string>>& edges() const {
-    return edges_;
-  }
+  // (module, what it needs) pairs; few per probe, so a vector.
+  const std::vector<std::pair<std::string, std::string>>& edges() const { return edges_; }
 
   // modules.dep: the module's path and its dependencies in load order (the line lists them
   // the other way round).
-  std::optional<std::string> DepLine(const std::string& name) const {
+  std::optional<absl::string_view> DepLine(const std::string& name) const {
     if (!index_.dep()) return std::nullopt;
-    std::optional<absl::string_view> line = index_.dep()->Find(name);
-    if (!line) return std::nullopt;
-    return std::string(*line);
+    return index_.dep()->Find(name);
   }
 
   std::vector<ModRef> Dependencies(const std::string& name) const {
     std::vector<ModRef> deps;
-    const std::optional<std::string> line = DepLine(name);
+    const std::optional<absl::string_view> line = DepLine(name);
     if (!line) return deps;
     const size_t colon = line->find(':');
-    if (colon == std::string::npos) return deps;
-    for (absl::string_view path : absl::StrSplit(absl::string_view(*line).substr(colon + 1),
-                                                  absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    if (colon == absl::string_view::npos) return deps;
+    absl::string_view rest = line->substr(colon + 1);
+    while (!rest.empty()) {
+      const size_t start = rest.find_first_not_of(" \t");
+      if (start == absl::string_view::npos) break;
+      rest.remove_prefix(start);
+      const size_t end = std::min(rest.find_first_of(" \t"), rest.size());
+      const absl::string_view path = rest.substr(0, end);
+      rest.remove_prefix(end);
       ModRef dep;
       dep.name = ModnameOfPath(path);
       dep.builtin = ModRef::Builtin::kNo;
-      dep.path = JoinPath(index_.modules_dir(), path);
+      dep.path = path;
       deps.push_back(std::move(dep));
     }
     std::reverse(deps.begin(), deps.end());
@@ -147,7 +150,7 @@ class ProbeBuilder {
   }
 
  private:
-  void AddEdge(const std::string& from, const std::string& to) { edges_[from].push_back(to); }
+  void AddEdge(const std::string& from, const std::string& to) { edges_.emplace_back(from, to); }
 
   void FillSoftdep(const ModRef& mod) {
     std::vector<ModRef> pre;
@@ -177,7 +180,7 @@ class ProbeBuilder {
   const std::function<std::vector<ModRef>(absl::string_view)>& lookup_;
   absl::flat_hash_set<std::string> visited_;
   std::vector<Entry> entries_;
-  absl::flat_hash_map<std::string, std::vector<std::string>> edges_;
+  std::vector<std::pair<std::string, std::string>> edges_;
 };
 
 }  // namespace
@@ -310,24 +313,30 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
     ProbeBuilder builder(index, *compiled_, lookup);
     builder.Visit(mod);
     const std::string top_key = mod.Key();
-    absl::flat_hash_set<std::string> earlier;
+    std::vector<absl::string_view> earlier;  // names of the steps so far
     for (const ProbeBuilder::Entry& entry : builder.entries()) {
       const ModRef& ref = entry.ref;
       ProbeStep step;
       step.name = ref.name;
       // Options: every line for the module's name or for the alias it was created from.
       std::optional<std::string> module_options;
-      auto add_lines = [&](const std::string& name) -> std::vector<size_t> {
+      static const std::vector<size_t> kNone;
+      auto lines_of = [&](const std::string& name) -> const std::vector<size_t>& {
         auto it = compiled_->options.find(name);
-        return it == compiled_->options.end() ? std::vector<size_t>() : it->second;
+        return it == compiled_->options.end() ? kNone : it->second;
       };
-      std::vector<size_t> lines = add_lines(ref.name);
+      std::vector<size_t> merged;
+      const std::vector<size_t>* lines = &lines_of(ref.name);
       if (ref.alias && *ref.alias != ref.name) {
-        std::vector<size_t> alias_lines = add_lines(*ref.alias);
-        lines.insert(lines.end(), alias_lines.begin(), alias_lines.end());
-        std::sort(lines.begin(), lines.end());
+        const std::vector<size_t>& alias_lines = lines_of(*ref.alias);
+        if (!alias_lines.empty()) {
+          merged = *lines;
+          merged.insert(merged.end(), alias_lines.begin(), alias_lines.end());
+          std::sort(merged.begin(), merged.end());
+          lines = &merged;
+        }
       }
-      for (const size_t line : lines) {
+      for (const size_t line : *lines) {
         const std::string& text = config.options[line].options;
         if (text.empty()) continue;
         if (module_options) {
@@ -349,15 +358,15 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
           command = config.install[*line].command;
         }
       }
-      std::optional<std::string> path = ref.path;
-      if (!path) {
-        if (std::optional<std::string> line = builder.DepLine(ref.name)) {
+      std::optional<absl::string_view> relative = ref.path;
+      if (!relative) {
+        if (std::optional<absl::string_view> line = builder.DepLine(ref.name)) {
           const size_t colon = line->find(':');
-          if (colon != std::string::npos) {
-            path = JoinPath(index.modules_dir(), absl::string_view(*line).substr(0, colon));
-          }
+          if (colon != absl::string_view::npos) relative = line->substr(0, colon);
         }
       }
+      std::optional<std::string> path;
+      if (relative) path = JoinPath(index.modules_dir(), *relative);
       if (command && !entry.ignore_command) {
         step.action = ProbeStep::Action::kInstall;
         step.command = *command;
@@ -369,15 +378,14 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
                   index.builtin()->Find(ref.name))) {
         step.action = ProbeStep::Action::kBuiltin;
       }
-      if (auto it = builder.edges().find(ref.name); it != builder.edges().end()) {
-        for (const std::string& need : it->second) {
-          if (earlier.contains(need) && need != ref.name &&
-              std::find(step.needs.begin(), step.needs.end(), need) == step.needs.end()) {
-            step.needs.push_back(need);
-          }
+      for (const auto& [from, need] : builder.edges()) {
+        if (from != ref.name || need == ref.name) continue;
+        if (std::find(earlier.begin(), earlier.end(), need) != earlier.end() &&
+            std::find(step.needs.begin(), step.needs.end(), need) == step.needs.end()) {
+          step.needs.push_back(need);
         }
       }
-      earlier.insert(ref.name);
+      earlier.push_back(ref.name);
       probe.steps.push_back(std::move(step));
     }
     resolution.probes.push_back(std::move(probe));
@@ -416,14 +424,20 @@ std::string FormatShowDepends(const Resolution& resolution) {
 LoadPlan PlanFromResolution(absl::string_view query, const Resolution& resolution) {
   LoadPlan plan;
   plan.query = std::string(query);
-  absl::flat_hash_map<std::string, size_t> position;
+  // Plans hold a handful of modules: positions by linear search.
+  auto position = [&](absl::string_view name) -> size_t {
+    for (size_t i = 0; i < plan.modules.size(); ++i) {
+      if (plan.modules[i].name == name) return i;
+    }
+    return plan.modules.size();
+  };
   bool any_probe = false;
   for (const Probe& probe : resolution.probes) {
     if (probe.blacklisted) continue;
     any_probe = true;
     for (const ProbeStep& step : probe.steps) {
-      auto [it, inserted] = position.try_emplace(step.name, plan.modules.size());
-      if (inserted) {
+      const size_t at = position(step.name);
+      if (at == plan.modules.size()) {
         ModuleToLoad module;
         module.name = step.name;
         module.options = step.options;
@@ -443,10 +457,9 @@ LoadPlan PlanFromResolution(absl::string_view query, const Resolution& resolutio
         }
         plan.modules.push_back(std::move(module));
       }
-      ModuleToLoad& module = plan.modules[it->second];
+      ModuleToLoad& module = plan.modules[at];
       for (const std::string& need : step.needs) {
-        auto need_it = position.find(need);
-        if (need_it == position.end() || need_it->second >= it->second) continue;
+        if (position(need) >= at) continue;
         if (std::find(module.needs.begin(), module.needs.end(), need) == module.needs.end()) {
           module.needs.push_back(need);
         }
