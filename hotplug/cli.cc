@@ -17,6 +17,7 @@
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
+#include "hotplug/modules/modules_handler.h"
 #include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -55,14 +56,19 @@ int ReportError(absl::string_view command, const absl::Status& status) {
 
 int DaemonCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
+  modules::ModulesOptions modules_options;
   LogLevel level = LogLevel::kNotice;
   LogSink sink = LogSink::kStderr;
   FlagReader flags("daemon", args);
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
       const std::string& f = flags.flag();
+      HOTRING_ASSIGN_OR_RETURN(const bool modules_flag,
+                               modules::ParseModulesFlag(flags, modules_options));
+      if (modules_flag) continue;
       if (f == "--help") {
         std::fputs(kDaemonUsage.data(), stdout);
+        std::fputs(modules::kModulesDaemonUsage.data(), stdout);
         std::exit(0);
       } else if (f == "--socket") {
         HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
@@ -119,6 +125,13 @@ int DaemonCommand(const std::vector<std::string>& args) {
   // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
   // commands) -> --exec program. Each link is optional; with none, events are only ordered.
   std::vector<std::unique_ptr<Handler>> links;
+  if (modules_options.enabled) {
+    absl::StatusOr<std::unique_ptr<modules::ModulesHandler>> link =
+        modules::MakeDaemonModulesLink(modules_options, options.sysfs_root,
+                                       options.event_timeout, options.kill_grace);
+    if (!link.ok()) return ReportError("daemon", link.status());
+    links.push_back(std::move(*link));
+  }
   if (!options.exec_program.empty()) {
     absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(
         {.program = options.exec_program,

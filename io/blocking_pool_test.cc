@@ -298,7 +298,7 @@ TEST(BlockingPoolTest, ShutdownWithJobsInFlight) {
   EXPECT_EQ(reactor->in_flight(), 0u);
 }
 
-TEST(BlockingPoolTest, APoolDestroyedUnderAWaitingTaskWakesIt) {
+TEST(BlockingPoolTest, ATaskThatOutlivesItsPoolIsWokenWithCancelled) {
   std::unique_ptr<Reactor> reactor = MakeReactor();
   Gate gate;
   Task<absl::Status> queued;
@@ -309,11 +309,15 @@ TEST(BlockingPoolTest, APoolDestroyedUnderAWaitingTaskWakesIt) {
     ASSERT_TRUE(gate.WaitInside(1));
     queued = pool.Run(*reactor, [] {});
     queued.Start();
-    std::thread opener([&gate] { gate.Open(); });
-    // ~BlockingPool: shuts down and joins.
+    std::thread stopper([&pool] { pool.Shutdown(); });
+    // The worker is held in the gate, so only Shutdown can empty the queue.
+    for (int i = 0; i < 2000 && pool.stats().queued > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     running.Reset();
-    opener.join();
-  }
+    gate.Open();
+    stopper.join();
+  }  // ~BlockingPool
   // The task outlives the pool and completes without touching it.
   const absl::Status result = Finish(*reactor, queued);
   EXPECT_EQ(result.code(), absl::StatusCode::kCancelled) << result;

@@ -93,7 +93,8 @@ absl::StatusOr<Kernel::LoadResult> DryRunKernel::Load(const ModuleToLoad& module
     const timespec ts = absl::ToTimespec(delay_);
     ::nanosleep(&ts, nullptr);
   }
-  Append(absl::StrCat("load ", module.name, " ", module.path, " ", module.options));
+  Append(absl::StrCat("load ", module.name, " ", module.path,
+                      module.options.empty() ? "" : " ", module.options));
   std::lock_guard<std::mutex> lock(mutex_);
   return loaded_.insert(module.name).second ? LoadResult::kLoaded : LoadResult::kAlreadyLoaded;
 }
