@@ -27,7 +27,8 @@ constexpr uint32_t kFlagValues = 0x40000000;
 constexpr uint32_t kFlagChildren = 0x20000000;
 constexpr uint32_t kOffsetMask = 0x0FFFFFFF;
 // A pattern longer than this can only come from a corrupt (cyclic) index.
-constexpr size_t kMaxPatternLength = 4096;
+// (Also bounds the walk's recursion depth.)
+constexpr size_t kMaxPatternLength = 1024;
 
 uint32_t ReadBe32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
@@ -268,6 +269,7 @@ class WildSearch {
   // has consumed pattern_ so far.
   void All(const Node& node, size_t j, size_t subkey, GlobState state) {
     const size_t base = pattern_.size();
+    if (base > kMaxPatternLength) return;
     for (size_t k = j; k < node.prefix.size(); ++k) {
       pattern_.push_back(node.prefix[k]);
       if (!Step(&state, node.prefix[k]) || pattern_.size() > kMaxPatternLength) {
