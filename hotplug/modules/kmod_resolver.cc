@@ -313,11 +313,14 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
     ProbeBuilder builder(index, *compiled_, lookup);
     builder.Visit(mod);
     const std::string top_key = mod.Key();
+    std::vector<std::string> required = {top_key};
+    for (const ModRef& dep : builder.Dependencies(mod.name)) required.push_back(dep.Key());
     std::vector<absl::string_view> earlier;  // names of the steps so far
     for (const ProbeBuilder::Entry& entry : builder.entries()) {
       const ModRef& ref = entry.ref;
       ProbeStep step;
       step.name = ref.name;
+      step.required = std::find(required.begin(), required.end(), ref.Key()) != required.end();
       // Options: every line for the module's name or for the alias it was created from.
       std::optional<std::string> module_options;
       static const std::vector<size_t> kNone;

@@ -32,6 +32,9 @@ struct ProbeStep {
   std::string options;  // exactly what kmod passes (may end in a space)
   // Names of earlier steps of the same probe that this one must follow.
   std::vector<std::string> needs;
+  // The module asked for or one of its dependencies: kmod fails the probe when its load
+  // fails, and ignores failures of softdeps.
+  bool required = false;
 };
 
 // The probe of one module the query resolved to.

@@ -126,6 +126,15 @@ TEST_P(KmodResolverTest, SoftdepPreAndPostSurroundTheModule) {
                                            "insmod ", Path("kernel/drivers/usb/uhci-hcd.ko"), " \n",
                                            "insmod ", Path("kernel/drivers/usb/usb-extra.ko"),
                                            " \n"));
+  // Only the module and its dependencies are required; a softdep may fail to load.
+  const Resolution uhci = resolver_->Probe("uhci-hcd", {});
+  ASSERT_EQ(uhci.probes.size(), 1u);
+  std::vector<bool> required;
+  for (const ProbeStep& step : uhci.probes[0].steps) required.push_back(step.required);
+  EXPECT_THAT(required, ElementsAre(false, true, false));
+  const Resolution foo = resolver_->Probe("foo-net", {});
+  ASSERT_EQ(foo.probes.size(), 1u);
+  for (const ProbeStep& step : foo.probes[0].steps) EXPECT_TRUE(step.required) << step.name;
   const LoadPlan plan = *resolver_->Resolve("usb:uhci0", true);
   EXPECT_THAT(Names(plan), ElementsAre("ehci_hcd", "uhci_hcd", "usb_extra"));
   EXPECT_THAT(plan.modules[1].needs, ElementsAre("ehci_hcd"));

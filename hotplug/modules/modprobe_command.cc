@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -168,14 +169,11 @@ std::optional<std::string> ExtraOptions(const std::vector<std::string>& words) {
   return out;
 }
 
-// "live"/"coming"/"going" in /sys/module/NAME/initstate, or the directory alone: in kernel.
+// kmod's "in kernel": /sys/module/NAME/initstate says live (builtins are known from the index).
 bool InKernel(const std::string& name) {
-  const std::string dir = absl::StrCat("/sys/module/", name);
-  UniqueFd fd(::open((dir + "/initstate").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    struct stat st;
-    return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  }
+  UniqueFd fd(::open(absl::StrCat("/sys/module/", name, "/initstate").c_str(),
+                     O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
   char buf[16] = {};
   const ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
   return n > 0 && std::strncmp(buf, "live", 4) == 0;
@@ -290,11 +288,12 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
     }
     for (const Probe& probe : resolution.probes) {
       if (probe.blacklisted) continue;
-      if (!ignore_loaded && (!probe.steps.empty() && probe.steps.back().name == probe.name &&
-                             (probe.steps.back().action == ProbeStep::Action::kBuiltin ||
-                              InKernel(probe.name)))) {
-        continue;
-      }
+      // The module asked for is builtin or loaded already: nothing to do (kmod's check).
+      const bool top_builtin =
+          std::any_of(probe.steps.begin(), probe.steps.end(), [&](const ProbeStep& step) {
+            return step.name == probe.name && step.action == ProbeStep::Action::kBuiltin;
+          });
+      if (!ignore_loaded && (top_builtin || InKernel(probe.name))) continue;
       for (const ProbeStep& step : probe.steps) {
         if (!ignore_loaded &&
             (step.action == ProbeStep::Action::kBuiltin || InKernel(step.name))) {
@@ -321,11 +320,13 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
             err = -ENOENT;
             break;
         }
-        if (err == -EEXIST) err = 0;
+        // Only the module asked for and its dependencies count; softdeps may fail.
+        if (err == -EEXIST || !step.required) err = 0;
         if (err < 0) {
-          // Only the module asked for and its dependencies count; softdeps may fail.
           std::fprintf(stderr, "%s: ERROR: could not insert '%s': %s\n", prog.c_str(),
-                       step.name.c_str(), std::strerror(-err));
+                       step.name.c_str(),
+                       err == -ENOENT ? "Unknown symbol in module, or unknown parameter (see dmesg)"
+                                      : std::strerror(-err));
           exit_code = 1;
           break;
         }
