@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "io/ops.h"
 
 namespace hotring::hotplug::modules {
 namespace {
@@ -127,6 +128,8 @@ absl::string_view OutcomeName(ModuleOutcome outcome) {
       return "failed";
     case ModuleOutcome::kDependencyFailed:
       return "dependency failed";
+    case ModuleOutcome::kTimedOut:
+      return "timed out";
   }
   return "?";
 }
@@ -174,6 +177,12 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
     results[i] = ModuleResult{plan.modules[i].name, outcome, std::move(status)};
     ++finished;
   };
+  bool expired = false;
+  // Declared after what its task touches: destroyed (cancelling the timer) first.
+  TaskScope timer;
+  if (options_.wait_limit != absl::InfiniteDuration()) {
+    timer.Spawn(ExpireAfter(reactor, options_.wait_limit, expired));
+  }
 
   for (;;) {
     // Settle everything that can be decided now; repeat, since one result can unblock another.
@@ -224,6 +233,18 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
     bool waiting_on_load = false;
     for (size_t i = 0; i < n; ++i) {
       waiting_on_load |= !results[i].has_value() && started[i] != nullptr;
+    }
+    if (expired) {
+      for (size_t i = 0; i < n; ++i) {
+        if (results[i].has_value()) continue;
+        LogError("modules: %s not loaded (for %s) after %s; going on without it",
+                 plan.modules[i].name, plan.query, absl::FormatDuration(options_.wait_limit));
+        ++counters_.timed_out;
+        finish(i, ModuleOutcome::kTimedOut,
+               absl::DeadlineExceededError(absl::StrCat(
+                   "not loaded after ", absl::FormatDuration(options_.wait_limit))));
+      }
+      break;
     }
     if (!waiting_on_load) {
       for (size_t i = 0; i < n; ++i) {
@@ -349,6 +370,7 @@ Task<void> Loader::RunLoad(io::Reactor& reactor, ModuleToLoad module,
       break;
     case ModuleOutcome::kBuiltin:
     case ModuleOutcome::kDependencyFailed:
+    case ModuleOutcome::kTimedOut:
       break;
   }
   if (pending->outcome != ModuleOutcome::kAlreadyLoaded) {
@@ -362,6 +384,13 @@ Task<void> Loader::RunLoad(io::Reactor& reactor, ModuleToLoad module,
   // The next request for this module starts afresh (and finds it in /sys/module, or retries
   // a failure: a later device may succeed where this one did not).
   pending_.erase(module.name);
+  finished_.NotifyAll();
+}
+
+Task<void> Loader::ExpireAfter(io::Reactor& reactor, absl::Duration after, bool& expired) {
+  const absl::Status slept = co_await io::Sleep(reactor, after);
+  if (!slept.ok()) co_return;
+  expired = true;
   finished_.NotifyAll();
 }
 

@@ -100,10 +100,12 @@ enum class ModuleOutcome {
   kInstalled,         // its install command exited 0
   kFailed,            // finit_module or the install command failed
   kDependencyFailed,  // a module it needs failed (or the plan's needs form a cycle)
+  kTimedOut,          // still loading (or waiting to) when the plan stopped waiting for it
 };
 [[nodiscard]] absl::string_view OutcomeName(ModuleOutcome outcome);
 [[nodiscard]] inline bool IsSuccess(ModuleOutcome outcome) {
-  return outcome != ModuleOutcome::kFailed && outcome != ModuleOutcome::kDependencyFailed;
+  return outcome != ModuleOutcome::kFailed && outcome != ModuleOutcome::kDependencyFailed &&
+         outcome != ModuleOutcome::kTimedOut;
 }
 
 struct ModuleResult {
@@ -136,6 +138,7 @@ struct LoaderCounters {
   uint64_t failed = 0;             // loads and install commands that failed
   uint64_t dependency_failed = 0;  // modules not attempted, per plan, for a failed dependency
   uint64_t joined = 0;             // requests that waited for a load already in flight
+  uint64_t timed_out = 0;          // modules a plan stopped waiting for (Options::wait_limit)
   uint64_t records_dropped = 0;    // LoadRecords forgotten beyond Options::max_records
   size_t peak_in_flight = 0;       // most loads running at once
   absl::Duration load_time;        // sum of the loads' durations
@@ -154,6 +157,10 @@ class Loader {
     absl::Duration install_timeout = absl::Seconds(180);
     absl::Duration install_kill_grace = absl::Seconds(5);
     size_t max_records = 4096;
+    // How long Load() waits for a whole plan. finit_module cannot be interrupted: a module
+    // whose init never returns keeps its thread, but the event it was loaded for goes on
+    // after this (its loads keep running, and count when they end).
+    absl::Duration wait_limit = absl::InfiniteDuration();
   };
 
   static absl::StatusOr<std::unique_ptr<Loader>> Create(Options options,
@@ -188,6 +195,8 @@ class Loader {
   // Joins the load of `module` in flight, or starts one.
   std::shared_ptr<Pending> Start(io::Reactor& reactor, const ModuleToLoad& module);
   Task<void> RunLoad(io::Reactor& reactor, ModuleToLoad module, std::shared_ptr<Pending> pending);
+  // Sets `expired` after `after` and wakes the plans.
+  Task<void> ExpireAfter(io::Reactor& reactor, absl::Duration after, bool& expired);
   // One load's place in serial mode's first-come, first-served line for the single slot.
   // Leaving (however the load's frame ends) hands the slot on or leaves the line.
   class SerialTurn {

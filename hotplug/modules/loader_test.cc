@@ -409,6 +409,27 @@ TEST_F(LoaderTest, ACycleInThePlanFailsInsteadOfHanging) {
   EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"free"}));
 }
 
+TEST_F(LoaderTest, AStuckLoadIsNoLongerWaitedForAfterTheLimit) {
+  Make({.wait_limit = absl::Milliseconds(50)});
+  kernel_->Gate();
+  // stuck's init never returns (until the test releases it, after the plan has given up).
+  const PlanResult result = Run(Plan("q", {M("stuck"), M("user", {"stuck"})}));
+  EXPECT_EQ(OutcomeOf(result, "stuck"), ModuleOutcome::kTimedOut);
+  EXPECT_EQ(OutcomeOf(result, "user"), ModuleOutcome::kTimedOut);
+  EXPECT_EQ(loader_->counters().timed_out, 2u);
+  EXPECT_EQ(loader_->in_flight(), 1u) << "the load itself goes on";
+  kernel_->ReleaseAll();
+  for (int i = 0; i < 1000 && loader_->in_flight() > 0; ++i) {
+    ASSERT_TRUE(reactor_->RunOnce(true).ok());
+  }
+  EXPECT_EQ(loader_->in_flight(), 0u);
+  EXPECT_EQ(loader_->counters().loaded, 1u);
+  // The next event finds stuck loaded and loads what needs it.
+  const PlanResult again = Run(Plan("q", {M("stuck"), M("user", {"stuck"})}));
+  EXPECT_EQ(OutcomeOf(again, "stuck"), ModuleOutcome::kAlreadyLoaded);
+  EXPECT_EQ(OutcomeOf(again, "user"), ModuleOutcome::kLoaded);
+}
+
 TEST_F(LoaderTest, AnEmptyPlanCompletesAtOnce) {
   const PlanResult result = Run(Plan("q", {}));
   EXPECT_TRUE(result.modules.empty());

@@ -188,6 +188,7 @@ void ModulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>
   out.emplace_back("modules_failed", l.failed);
   out.emplace_back("modules_dependency_failed", l.dependency_failed);
   out.emplace_back("modules_joined", l.joined);
+  out.emplace_back("modules_timed_out", l.timed_out);
   out.emplace_back("modules_blacklisted", counters_.blacklisted);
   out.emplace_back("aliases_unmatched", counters_.unmatched);
   out.emplace_back("modules_resolve_errors", counters_.resolve_errors);
@@ -225,6 +226,8 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
   loader_options.threads = options.threads > 0 ? options.threads : DefaultThreads();
   loader_options.install_timeout = install_timeout;
   loader_options.install_kill_grace = install_kill_grace;
+  // Longer than an install command may take: the daemon's deadlines outlast its children's.
+  loader_options.wait_limit = install_timeout + install_kill_grace + absl::Seconds(5);
 
   ModuleIndexOptions index_options;
   index_options.modules_dir = absl::StrCat(options.root, "/lib/modules/", version);
