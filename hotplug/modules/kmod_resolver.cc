@@ -15,6 +15,9 @@
 namespace hotring::hotplug::modules {
 namespace {
 
+// Far more than the distinct MODALIAS strings of any machine.
+constexpr size_t kMaxUnmatchedCached = 16384;
+
 bool IsGlob(absl::string_view pattern) {
   return pattern.find_first_of("*?[\\") != absl::string_view::npos;
 }
@@ -293,6 +296,8 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
   const std::vector<ModRef> matched = LookupRefs(name_or_alias);
   if (matched.empty()) {
     absl::MutexLock lock(&mu_);
+    // Bounded: distinct strings from a misbehaving sender must not grow it forever.
+    if (unmatched_.size() >= kMaxUnmatchedCached) unmatched_.clear();
     unmatched_.insert(key);
     return resolution;
   }

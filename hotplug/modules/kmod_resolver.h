@@ -57,8 +57,8 @@ struct ProbeOptions {
   std::optional<std::string> extra_options;
 };
 
-// kmod's modprobe resolution over one ModuleIndex. Thread-safe; the negative cache is the only
-// mutable state.
+// kmod's modprobe resolution over one ModuleIndex. Thread-safe; the negative cache (queries
+// that matched nothing, bounded) is the only mutable state.
 class KmodResolver final : public Resolver {
  public:
   explicit KmodResolver(std::shared_ptr<const ModuleIndex> index);
