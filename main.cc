@@ -15,6 +15,7 @@
 #include "hotplug/boot/init.h"
 #include "hotplug/cli.h"
 #include "hotplug/rules/mdev_applet.h"
+#include "hotplug/modules/modprobe_command.h"
 #include "ipc/bench_cli.h"
 #include "core/status.h"
 #include "io/reactor.h"
@@ -120,6 +121,12 @@ int Main(int argc, char** argv) {
   if (base == "init") {
     return hotplug::boot::InitCommand(std::vector<std::string>(argv + 1, argv + argc));
   }
+  // As `modprobe` (/sbin/modprobe -> hotring) it is kmod's modprobe: the kernel's
+  // request_module runs `/sbin/modprobe -q -- NAME`.
+  if (base == "modprobe") {
+    return hotplug::modules::ModprobeMain("modprobe",
+                                          std::vector<std::string>(argv + 1, argv + argc));
+  }
   if (argc < 2) {
     std::fputs(kUsage.data(), stderr);
     return 2;
@@ -138,6 +145,7 @@ int Main(int argc, char** argv) {
   if (command == "bench") return Bench(args);
   if (command == "mdev") return hotplug::rules::RunMdevApplet(args);
   if (command == "init") return hotplug::boot::InitCommand(args);
+  if (command == "modprobe") return hotplug::modules::ModprobeMain("modprobe", args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
   std::fprintf(stderr, "hotring: unknown command '%s'\n%s", command.c_str(), kUsage.data());
   return 2;

@@ -16,12 +16,14 @@
 #include "hotplug/bench/bench_rules.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
+#include "hotplug/bench/bench_modules.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
 #include "hotplug/readiness.h"
 #include "hotplug/rules/rules_handler.h"
+#include "hotplug/modules/modules_handler.h"
 #include "hotplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -74,6 +76,7 @@ int ReportError(absl::string_view command, const absl::Status& status) {
 
 int DaemonCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
+  modules::ModulesOptions modules_options;
   LogLevel level = LogLevel::kNotice;
   LogSink sink = LogSink::kStderr;
   std::optional<int> ready_fd;
@@ -85,8 +88,12 @@ int DaemonCommand(const std::vector<std::string>& args) {
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
       const std::string& f = flags.flag();
+      HOTRING_ASSIGN_OR_RETURN(const bool modules_flag,
+                               modules::ParseModulesFlag(flags, modules_options));
+      if (modules_flag) continue;
       if (f == "--help") {
         std::fputs(kDaemonUsage.data(), stdout);
+        std::fputs(modules::kModulesDaemonUsage.data(), stdout);
         std::exit(0);
       } else if (f == "--socket") {
         HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
@@ -181,6 +188,13 @@ int DaemonCommand(const std::vector<std::string>& args) {
   // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
   // commands) -> --exec program. Each link is optional; with none, events are only ordered.
   std::vector<std::unique_ptr<Handler>> links;
+  if (modules_options.enabled) {
+    absl::StatusOr<std::unique_ptr<modules::ModulesHandler>> link =
+        modules::MakeDaemonModulesLink(modules_options, options.sysfs_root,
+                                       options.event_timeout, options.kill_grace);
+    if (!link.ok()) return fail(link.status());
+    links.push_back(std::move(*link));
+  }
   if (rules_enabled) {
     rules_options.sysfs_root = options.sysfs_root;
     rules_options.timeout = options.event_timeout;
@@ -273,7 +287,8 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
 }
 
 bool IsHotplugBench(const std::string& name) {
-  return name == "events" || name == "coldplug" || name == "startup" || name == "rules";
+  return name == "events" || name == "coldplug" || name == "startup" || name == "rules" ||
+         name == "modules";
 }
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
@@ -281,6 +296,7 @@ int RunHotplugBench(const std::string& name, const std::vector<std::string>& arg
   if (name == "coldplug") return BenchColdplugCommand(args);
   if (name == "startup") return BenchStartupCommand(args);
   if (name == "rules") return bench::BenchRulesCommand(args);
+  if (name == "modules") return bench::BenchModulesCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

@@ -98,6 +98,8 @@ Daemon::~Daemon() {
   // Tasks go first (members declared last), then the sockets; the socket file goes last.
   workers_.CancelAll();
   services_.CancelAll();
+  // The handler's own tasks (module loads) await on the reactor: they go before it does.
+  handler_.reset();
   if (!control_path_.empty()) ::unlink(control_path_.c_str());
 }
 

@@ -175,6 +175,7 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
   std::vector<std::string> args = {HotringBinary(), "daemon", "--socket", options.socket,
                                    "--ready-fd", absl::StrCat(ready_write)};
   if (!options.netlink) args.push_back("--no-netlink");
+  if (!options.modules) args.push_back("--no-modules");
   args.insert(args.end(), options.args.begin(), options.args.end());
   std::vector<char*> cargs = CStrings(args);
   const pid_t pid = ::fork();

@@ -75,6 +75,9 @@ class DaemonProcess {
     std::string socket;              // empty: a unique abstract name
     std::vector<std::string> args;   // extra `hotring daemon` arguments
     bool netlink = false;            // --no-netlink unless set
+    // --no-modules unless set: a test daemon never loads kernel modules by accident (a test
+    // that wants the modules stage sets this and --modules-dry-run-log).
+    bool modules = false;
     std::string log_path;            // daemon stderr; empty: a file in a temp dir
   };
 

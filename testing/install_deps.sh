@@ -6,10 +6,10 @@ pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libgtest-dev libgmock-dev fil
 # clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
 pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
 # The boot test and bench boot (testing/initramfs/): Debian's kernel and its modules, the guest,
-# the image tools, busybox for the marker root, mdev and the comparison images, and
-# initramfs-tools + udev for Debian's own image (regen_expected_modules.sh, bench_boot.sh).
+# the image tools, busybox for the marker root, mdev and the comparison images. Debian's own
+# udev image (bench_boot.sh, regen_expected_modules.sh) also needs initramfs-tools and udev:
+# those scripts install them, since the tests do not need them.
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
-pkgs="$pkgs initramfs-tools udev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

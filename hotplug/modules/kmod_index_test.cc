@@ -1,0 +1,151 @@
+#include "hotplug/modules/kmod_index.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hotplug/modules/kmod_index_writer.h"
+
+namespace hotring::hotplug::modules {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<std::string> Wild(const KmodIndex& index, const std::string& key) {
+  std::vector<IndexValue> values;
+  index.SearchWild(key, &values);
+  std::vector<std::string> out;
+  for (const IndexValue& v : values) out.emplace_back(v.value);
+  return out;
+}
+
+KmodIndex Build(const std::vector<std::tuple<std::string, std::string, uint32_t>>& entries) {
+  KmodIndexWriter writer;
+  for (const auto& [k, v, p] : entries) EXPECT_TRUE(writer.Insert(k, v, p));
+  absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(writer.Serialize());
+  EXPECT_TRUE(index.ok()) << index.status();
+  return std::move(*index);
+}
+
+TEST(KmodIndexTest, ExactLookupReturnsTheFirstValue) {
+  const KmodIndex index = Build({{"ext4", "kernel/fs/ext4.ko: a.ko", 0},
+                                 {"ext2", "kernel/fs/ext2.ko:", 1},
+                                 {"ext", "kernel/fs/ext.ko:", 2},
+                                 {"ext4", "second", 5}});
+  EXPECT_EQ(index.Find("ext4"), "kernel/fs/ext4.ko: a.ko");
+  EXPECT_EQ(index.Find("ext"), "kernel/fs/ext.ko:");
+  EXPECT_EQ(index.Find("ext3"), std::nullopt);
+  EXPECT_EQ(index.Find("ex"), std::nullopt);
+  EXPECT_EQ(index.Find("ext44"), std::nullopt);
+}
+
+TEST(KmodIndexTest, WildcardSearchFindsEveryMatchInPriorityOrder) {
+  const KmodIndex index = Build({{"pci:v00008086d*sv*sd*bc*sc*i*", "e1000e", 3},
+                                 {"pci:v*d*sv*sd*bc02sc00i*", "netclass", 1},
+                                 {"pci:v00008086d00001234sv*", "exact", 2},
+                                 {"pci:v0000808?d*", "question", 4},
+                                 {"pci:v0000808[0-5]d*", "bracket", 5},
+                                 {"pci:v0000808[!6]d*", "negated", 6},
+                                 {"usb:*", "usb", 0}});
+  EXPECT_THAT(Wild(index, "pci:v00008086d00001234sv00000000sd00000000bc02sc00i00"),
+              ElementsAre("netclass", "exact", "e1000e", "question"));
+  EXPECT_THAT(Wild(index, "pci:v00008085d00000000sv0sd0bc03sc00i00"),
+              ElementsAre("question", "bracket", "negated"));
+  EXPECT_THAT(Wild(index, "acpi:PNP0A03:"), IsEmpty());
+  EXPECT_THAT(Wild(index, "usb:v1d6b"), ElementsAre("usb"));
+}
+
+// The walk drops subtrees that cannot match; it must never drop a match fnmatch would make.
+// Random patterns over a small alphabet (literals, '*', '?', brackets with ranges and
+// negation, backslashes, unclosed brackets) against random keys, checked by brute force.
+TEST(KmodIndexTest, WildcardSearchAgreesWithFnmatchOnRandomPatterns) {
+  std::mt19937 rng(12345);
+  const std::string atoms[] = {"a", "b", "c", "-", ":", "*", "?", "[ab]", "[!a]", "[a-c]",
+                               "[]a]", "\\*", "[", "ab", "*c", "[^b]"};
+  auto random_pattern = [&]() {
+    std::string p;
+    const int n = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < n; ++i) p += atoms[rng() % std::size(atoms)];
+    return p;
+  };
+  for (int round = 0; round < 40; ++round) {
+    KmodIndexWriter writer;
+    std::vector<std::string> patterns;
+    for (int i = 0; i < 60; ++i) {
+      patterns.push_back(random_pattern());
+      ASSERT_TRUE(writer.Insert(patterns.back(), std::to_string(i), static_cast<uint32_t>(i)));
+    }
+    absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(writer.Serialize());
+    ASSERT_TRUE(index.ok());
+    for (int k = 0; k < 200; ++k) {
+      std::string key;
+      const int n = static_cast<int>(rng() % 8);
+      for (int i = 0; i < n; ++i) key += "abc-:*[]"[rng() % 8];
+      std::vector<std::string> expected;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (::fnmatch(patterns[i].c_str(), key.c_str(), 0) == 0) expected.push_back(std::to_string(i));
+      }
+      std::vector<std::string> got = Wild(*index, key);
+      std::sort(got.begin(), got.end());
+      std::sort(expected.begin(), expected.end());
+      // kmod's walk matches literally up to the first wildcard, so a key containing pattern
+      // characters may be matched differently from plain fnmatch; only plain keys compare.
+      if (key.find_first_of("*[]") != std::string::npos) continue;
+      ASSERT_EQ(got, expected) << "key " << key;
+    }
+  }
+}
+
+TEST(KmodIndexTest, EqualPrioritiesComeOutInReverseDiscoveryOrder) {
+  // modules.builtin.alias.bin gives every value priority 0.
+  const KmodIndex index = Build({{"platform:a*", "first", 0}, {"platform:ab*", "second", 0}});
+  EXPECT_THAT(Wild(index, "platform:abc"), ElementsAre("second", "first"));
+}
+
+TEST(KmodIndexTest, RejectsBadHeadersAndSurvivesCorruptNodes) {
+  EXPECT_FALSE(KmodIndex::FromBytes("short").ok());
+  EXPECT_FALSE(KmodIndex::FromBytes(std::string(16, 'x')).ok());
+  KmodIndexWriter writer;
+  ASSERT_TRUE(writer.Insert("pci:v*d*", "m", 0));
+  ASSERT_TRUE(writer.Insert("pci:v1234", "n", 1));
+  EXPECT_FALSE(writer.Insert("caf\xc3\xa9", "m", 0));  // 7-bit keys only
+  const std::string good = writer.Serialize();
+  // Every truncation and every single-byte corruption: no crash, no read outside the image.
+  for (size_t len = 12; len < good.size(); ++len) {
+    absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(good.substr(0, len));
+    ASSERT_TRUE(index.ok());
+    (void)Wild(*index, "pci:v1234d5");
+    (void)index->Find("pci:v1234");
+  }
+  for (size_t at = 8; at < good.size(); ++at) {
+    for (const char byte : {'\0', '\x7f', '\xff', '*'}) {
+      std::string bad = good;
+      bad[at] = byte;
+      absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(bad);
+      ASSERT_TRUE(index.ok());
+      (void)Wild(*index, "pci:v1234d5");
+      (void)index->Find("pci:v1234");
+    }
+  }
+  // A node whose child points back at itself: the walk stops.
+  const std::string cyclic = std::string("\xb0\x07\xf4\x57\x00\x02\x00\x01", 8) +
+                             std::string("\x20\x00\x00\x0c", 4) +  // root: children at 12
+                             std::string("**", 2) + std::string("\x20\x00\x00\x0c", 4);
+  absl::StatusOr<KmodIndex> loop = KmodIndex::FromBytes(cyclic);
+  ASSERT_TRUE(loop.ok());
+  EXPECT_THAT(Wild(*loop, "anything"), IsEmpty());
+  EXPECT_EQ(loop->Find("****"), std::nullopt);
+}
+
+TEST(KmodIndexTest, OpenMapsAFileAndReportsMissingOnes) {
+  EXPECT_TRUE(absl::IsNotFound(KmodIndex::Open("/nonexistent/modules.alias.bin").status()));
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::modules

@@ -1,0 +1,263 @@
+#include "hotplug/modules/modules_handler.h"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/modules/kmod_resolver.h"
+#include "hotplug/modules/module_index.h"
+
+namespace hotring::hotplug::modules {
+namespace {
+
+std::string RunningKernelVersion() {
+  struct utsname u;
+  if (::uname(&u) != 0) return "";
+  return u.release;
+}
+
+std::string ReadProcCmdline() {
+  std::ifstream in("/proc/cmdline");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t DefaultThreads() {
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<size_t>(2 * cpus, 4, 16);
+}
+
+}  // namespace
+
+const absl::string_view kModulesDaemonUsage =
+    "modules (MODALIAS of add events; on by default):\n"
+    "  --no-modules               do not load kernel modules\n"
+    "  --modules-root DIR         modules and modprobe.d under DIR (default /)\n"
+    "  --kernel-version V         use DIR/lib/modules/V (default: the running kernel)\n"
+    "  --modules-serial           load one module at a time (also hotring.modules_serial\n"
+    "                             on the kernel command line)\n"
+    "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
+    "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
+    "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
+    "  --modules-dry-run-delay S  each dry-run load takes S seconds (tests)\n";
+
+absl::StatusOr<bool> ParseModulesFlag(FlagReader& flags, ModulesOptions& options) {
+  const std::string& f = flags.flag();
+  if (f == "--no-modules") {
+    HOTRING_RETURN_IF_ERROR(flags.NoValue());
+    options.enabled = false;
+  } else if (f == "--modules-root") {
+    HOTRING_ASSIGN_OR_RETURN(options.root, flags.String());
+    if (options.root == "/") options.root.clear();
+  } else if (f == "--kernel-version") {
+    HOTRING_ASSIGN_OR_RETURN(options.kernel_version, flags.String());
+    if (options.kernel_version.empty() ||
+        options.kernel_version.find('/') != std::string::npos) {
+      return flags.Error("--kernel-version needs a version like 6.1.0-13-amd64");
+    }
+  } else if (f == "--modules-serial") {
+    HOTRING_RETURN_IF_ERROR(flags.NoValue());
+    options.serial = true;
+  } else if (f == "--kernel-cmdline") {
+    HOTRING_ASSIGN_OR_RETURN(options.kernel_cmdline, flags.String());
+  } else if (f == "--modules-dry-run-log") {
+    HOTRING_ASSIGN_OR_RETURN(options.dry_run_log, flags.String());
+  } else if (f == "--modules-dry-run-delay") {
+    HOTRING_ASSIGN_OR_RETURN(options.dry_run_delay, flags.Seconds());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool KernelCmdlineFlag(absl::string_view cmdline, absl::string_view name) {
+  bool on = false;
+  for (absl::string_view word : absl::StrSplit(cmdline, absl::ByAnyChar(" \t\n"),
+                                               absl::SkipEmpty())) {
+    if (word == name) {
+      on = true;
+      continue;
+    }
+    if (word.size() <= name.size() || word.substr(0, name.size()) != name ||
+        word[name.size()] != '=') {
+      continue;
+    }
+    const std::string value = absl::AsciiStrToLower(word.substr(name.size() + 1));
+    if (value == "1" || value == "y" || value == "yes" || value == "on" || value == "true") {
+      on = true;
+    } else if (value == "0" || value == "n" || value == "no" || value == "off" ||
+               value == "false") {
+      on = false;
+    }
+  }
+  return on;
+}
+
+absl::StatusOr<std::unique_ptr<ModulesHandler>> ModulesHandler::Create(
+    ResolverFactory factory, std::shared_ptr<Kernel> kernel, Loader::Options loader_options,
+    absl::Status* start_error) {
+  if (!factory) return absl::InvalidArgumentError("modules: no resolver factory");
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader,
+                           Loader::Create(loader_options, std::move(kernel)));
+  std::unique_ptr<ModulesHandler> handler(
+      new ModulesHandler(std::move(factory), std::move(loader)));
+  absl::StatusOr<std::shared_ptr<const Resolver>> resolver = handler->factory_();
+  if (resolver.ok()) {
+    handler->resolver_ = std::move(*resolver);
+  } else if (start_error != nullptr) {
+    *start_error = resolver.status();
+  }
+  return handler;
+}
+
+Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& event) {
+  if (event.action != "add" || event.modalias.empty()) co_return HandlerResult{};
+  ++counters_.events;
+  // Ours for this event, whatever a reload does meanwhile.
+  const std::shared_ptr<const Resolver> resolver = resolver_;
+  if (resolver == nullptr) {
+    ++counters_.no_index;
+    co_return HandlerResult{};
+  }
+  absl::StatusOr<LoadPlan> plan = resolver->Resolve(event.modalias, /*alias_lookup=*/true);
+  if (!plan.ok()) {
+    ++counters_.resolve_errors;
+    LogError("%s MODALIAS=%s: modules: %s", EventLabel(event), event.modalias,
+             plan.status().ToString());
+    co_return HandlerResult{.detail = "modules: resolution failed"};
+  }
+  if (plan->blacklisted) {
+    ++counters_.blacklisted;
+    LogInfo("%s MODALIAS=%s: modules: only blacklisted modules match", EventLabel(event),
+            event.modalias);
+    co_return HandlerResult{};
+  }
+  if (plan->unmatched()) {
+    ++counters_.unmatched;
+    LogDebug("%s MODALIAS=%s: modules: no module matches", EventLabel(event), event.modalias);
+    co_return HandlerResult{};
+  }
+  const size_t wanted = plan->modules.size();
+  const PlanResult loaded = co_await loader_->Load(reactor, std::move(*plan));
+  const size_t failures = loaded.failures();
+  if (failures == 0) co_return HandlerResult{};
+  // Each failed module was logged with its errno by the loader; this line ties them to the
+  // event.
+  ++counters_.events_with_failures;
+  std::string failed;
+  for (const ModuleResult& m : loaded.modules) {
+    if (IsSuccess(m.outcome)) continue;
+    absl::StrAppend(&failed, failed.empty() ? "" : ", ", m.name, " (", OutcomeName(m.outcome),
+                    ")");
+  }
+  LogWarning("%s MODALIAS=%s: modules: %d of %d failed: %s", EventLabel(event), event.modalias,
+             failures, wanted, failed);
+  co_return HandlerResult{.detail = absl::StrCat("modules: ", failures, " failed")};
+}
+
+absl::Status ModulesHandler::Reload() {
+  ++counters_.reloads;
+  absl::StatusOr<std::shared_ptr<const Resolver>> resolver = factory_();
+  if (!resolver.ok()) {
+    ++counters_.reload_failures;
+    LogError("modules: reload failed, %s: %s", resolver_ ? "keeping the previous index" : "no index",
+             resolver.status().ToString());
+    return resolver.status();
+  }
+  resolver_ = std::move(*resolver);
+  LogNotice("modules: index reloaded");
+  return absl::OkStatus();
+}
+
+void ModulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  const LoaderCounters& l = loader_->counters();
+  out.emplace_back("modules_events", counters_.events);
+  out.emplace_back("modules_loaded", l.loaded);
+  out.emplace_back("modules_already_loaded", l.already_loaded);
+  out.emplace_back("modules_builtin", l.builtin);
+  out.emplace_back("modules_installed", l.installed);
+  out.emplace_back("modules_failed", l.failed);
+  out.emplace_back("modules_dependency_failed", l.dependency_failed);
+  out.emplace_back("modules_joined", l.joined);
+  out.emplace_back("modules_timed_out", l.timed_out);
+  out.emplace_back("modules_blacklisted", counters_.blacklisted);
+  out.emplace_back("aliases_unmatched", counters_.unmatched);
+  out.emplace_back("modules_resolve_errors", counters_.resolve_errors);
+  out.emplace_back("modules_no_index", counters_.no_index);
+  out.emplace_back("modules_in_flight", loader_->in_flight());
+  out.emplace_back("modules_peak_in_flight", l.peak_in_flight);
+  out.emplace_back("modules_load_us", absl::ToInt64Microseconds(l.load_time));
+  out.emplace_back("modules_reloads", counters_.reloads);
+  out.emplace_back("modules_reload_failures", counters_.reload_failures);
+}
+
+absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
+    const ModulesOptions& options, const std::string& sysfs_root, absl::Duration install_timeout,
+    absl::Duration install_kill_grace) {
+  const std::string running = RunningKernelVersion();
+  const std::string version = options.kernel_version.empty() ? running : options.kernel_version;
+  const std::string cmdline =
+      options.kernel_cmdline.has_value() ? *options.kernel_cmdline : ReadProcCmdline();
+
+  std::shared_ptr<Kernel> kernel;
+  if (!options.dry_run_log.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<DryRunKernel> dry,
+                             DryRunKernel::Create(options.dry_run_log, options.dry_run_delay));
+    kernel = std::move(dry);
+  } else if (version != running) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "daemon: --kernel-version ", version, " is not the running kernel (", running,
+        "): its modules cannot be loaded here (use --modules-dry-run-log, or --no-modules)"));
+  } else {
+    kernel = std::make_shared<SysKernel>(sysfs_root);
+  }
+
+  Loader::Options loader_options;
+  loader_options.serial = options.serial || KernelCmdlineFlag(cmdline, "hotring.modules_serial");
+  loader_options.threads = options.threads > 0 ? options.threads : DefaultThreads();
+  loader_options.install_timeout = install_timeout;
+  loader_options.install_kill_grace = install_kill_grace;
+  // Longer than an install command may take: the daemon's deadlines outlast its children's.
+  loader_options.wait_limit = install_timeout + install_kill_grace + absl::Seconds(5);
+
+  ModuleIndexOptions index_options;
+  index_options.modules_dir = absl::StrCat(options.root, "/lib/modules/", version);
+  index_options.config_paths = DefaultConfigPaths(options.root);
+  index_options.kernel_cmdline = cmdline;
+  ModulesHandler::ResolverFactory factory =
+      [index_options]() -> absl::StatusOr<std::shared_ptr<const Resolver>> {
+    const MonoTime start = MonoNow();
+    HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ModuleIndex> index, ModuleIndex::Load(index_options));
+    auto resolver = std::make_shared<const KmodResolver>(
+        std::shared_ptr<const ModuleIndex>(std::move(index)));
+    LogInfo("modules: index of %s ready in %.2fms", index_options.modules_dir,
+            absl::ToDoubleMilliseconds(Since(start, MonoNow())));
+    return resolver;
+  };
+
+  absl::Status start_error;
+  HOTRING_ASSIGN_OR_RETURN(
+      std::unique_ptr<ModulesHandler> handler,
+      ModulesHandler::Create(std::move(factory), std::move(kernel), loader_options, &start_error));
+  if (!start_error.ok()) {
+    // No module tree (an initramfs with everything built in) is not a reason to stop handling
+    // events; a reload tries again.
+    LogNotice("modules: no index, modules will not be loaded until a reload finds one: %s",
+              start_error.ToString());
+  }
+  LogInfo("modules: loading the modules of %s%s%s", version,
+          loader_options.serial ? ", one at a time" : "",
+          options.dry_run_log.empty() ? "" : absl::StrCat(", dry run into ", options.dry_run_log));
+  return handler;
+}
+
+}  // namespace hotring::hotplug::modules

@@ -1,0 +1,369 @@
+#include "hotplug/modules/modules_handler.h"
+
+#include <sys/utsname.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "gtest/gtest.h"
+#include "hotplug/modules/fake_kernel.h"
+#include "hotplug/modules/fake_modules_tree.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug::modules {
+namespace {
+
+ModuleToLoad M(const std::string& name, std::vector<std::string> needs = {},
+               std::string options = "") {
+  ModuleToLoad m;
+  m.name = name;
+  m.path = absl::StrCat("/lib/modules/test/", name, ".ko");
+  m.options = std::move(options);
+  m.needs = std::move(needs);
+  return m;
+}
+
+// Answers from a table; "bad" fails; counts calls.
+class FakeResolver final : public Resolver {
+ public:
+  explicit FakeResolver(std::map<std::string, LoadPlan> plans) : plans_(std::move(plans)) {}
+  absl::StatusOr<LoadPlan> Resolve(absl::string_view query, bool alias_lookup) const override {
+    ++calls_;
+    last_alias_lookup_ = alias_lookup;
+    if (query == "bad") return absl::DataLossError("corrupt index");
+    const auto it = plans_.find(std::string(query));
+    if (it != plans_.end()) return it->second;
+    LoadPlan none;
+    none.query = std::string(query);
+    return none;
+  }
+  mutable std::atomic<int> calls_{0};
+  mutable bool last_alias_lookup_ = false;
+
+ private:
+  std::map<std::string, LoadPlan> plans_;
+};
+
+LoadPlan Plan(std::vector<ModuleToLoad> modules) {
+  LoadPlan p;
+  p.modules = std::move(modules);
+  return p;
+}
+
+Event AddEvent(const std::string& modalias, const std::string& action = "add") {
+  Event e;
+  e.action = action;
+  e.devpath = "/devices/pci0000:00/0000:00:19.0";
+  e.subsystem = "pci";
+  e.seqnum = 7;
+  e.modalias = modalias;
+  return e;
+}
+
+std::map<std::string, uint64_t> Counters(const Handler& h) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  h.AppendCounters(out);
+  return std::map<std::string, uint64_t>(out.begin(), out.end());
+}
+
+class ModulesHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<io::Reactor>> r = io::Reactor::Create();
+    ASSERT_TRUE(r.ok()) << r.status();
+    reactor_ = std::move(*r);
+    kernel_ = std::make_shared<FakeKernel>();
+    std::map<std::string, LoadPlan> plans;
+    plans["pci:e1000e"] = Plan({M("mii"), M("e1000e", {"mii"}, "debug=1")});
+    plans["pci:broken"] = Plan({M("fw_missing"), M("needs_fw", {"fw_missing"})});
+    LoadPlan black;
+    black.blacklisted = true;
+    plans["pci:blacklisted"] = black;
+    resolver_ = std::make_shared<FakeResolver>(plans);
+  }
+
+  void MakeHandler(Loader::Options options = {}) {
+    absl::StatusOr<std::unique_ptr<ModulesHandler>> h = ModulesHandler::Create(
+        [this]() -> absl::StatusOr<std::shared_ptr<const Resolver>> {
+          ++factory_calls_;
+          if (!next_factory_error_.ok()) return next_factory_error_;
+          return std::shared_ptr<const Resolver>(next_resolver_ ? next_resolver_ : resolver_);
+        },
+        kernel_, options, &start_error_);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handler_ = std::move(*h);
+  }
+
+  HandlerResult Handle(const Event& event) {
+    absl::StatusOr<HandlerResult> r = reactor_->BlockOn(handler_->Handle(*reactor_, event));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : HandlerResult{};
+  }
+
+  std::unique_ptr<io::Reactor> reactor_;
+  std::shared_ptr<FakeKernel> kernel_;
+  std::shared_ptr<FakeResolver> resolver_;
+  std::shared_ptr<FakeResolver> next_resolver_;
+  absl::Status next_factory_error_;
+  absl::Status start_error_;
+  int factory_calls_ = 0;
+  std::unique_ptr<ModulesHandler> handler_;
+};
+
+TEST_F(ModulesHandlerTest, LoadsTheModulesOfAnAddEventsModalias) {
+  MakeHandler();
+  const HandlerResult r = Handle(AddEvent("pci:e1000e"));
+  EXPECT_EQ(r.outcome, HandlerOutcome::kHandled);
+  const std::vector<FakeKernel::Call> calls = kernel_->calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].name, "mii");
+  EXPECT_EQ(calls[1].name, "e1000e");
+  EXPECT_EQ(calls[1].options, "debug=1");
+  // MODALIAS is an alias lookup: the blacklist applies.
+  EXPECT_TRUE(resolver_->last_alias_lookup_);
+  const std::map<std::string, uint64_t> c = Counters(*handler_);
+  EXPECT_EQ(c.at("modules_events"), 1u);
+  EXPECT_EQ(c.at("modules_loaded"), 2u);
+  EXPECT_EQ(c.at("modules_failed"), 0u);
+  EXPECT_EQ(handler_->Name(), "modules");
+}
+
+TEST_F(ModulesHandlerTest, OnlyAddEventsWithAModaliasAreLookedAt) {
+  MakeHandler();
+  EXPECT_EQ(Handle(AddEvent("pci:e1000e", "change")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("pci:e1000e", "remove")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("pci:e1000e", "bind")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(resolver_->calls_.load(), 0);
+  EXPECT_TRUE(kernel_->calls().empty());
+  EXPECT_EQ(Counters(*handler_).at("modules_events"), 0u);
+}
+
+TEST_F(ModulesHandlerTest, TheEventIsHandledOnlyOnceItsModulesAreLoaded) {
+  MakeHandler();
+  kernel_->Gate();
+  const Event event = AddEvent("pci:e1000e");
+  Task<HandlerResult> task = handler_->Handle(*reactor_, event);
+  task.Start();
+  ASSERT_TRUE(kernel_->WaitInFlight(1));  // mii is being loaded
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(reactor_->RunOnce(false).ok());
+  EXPECT_FALSE(task.done());
+  kernel_->ReleaseAll();
+  for (int i = 0; i < 1000 && !task.done(); ++i) ASSERT_TRUE(reactor_->RunOnce(true).ok());
+  ASSERT_TRUE(task.done());
+  EXPECT_EQ(task.TakeResult().outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"mii", "e1000e"}));
+}
+
+TEST_F(ModulesHandlerTest, BlacklistedUnmatchedAndBrokenAliasesAreCounted) {
+  MakeHandler();
+  EXPECT_EQ(Handle(AddEvent("pci:blacklisted")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("acpi:NOTHING:")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("acpi:OTHER:")).outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(Handle(AddEvent("bad")).outcome, HandlerOutcome::kHandled);
+  EXPECT_TRUE(kernel_->calls().empty());
+  const std::map<std::string, uint64_t> c = Counters(*handler_);
+  EXPECT_EQ(c.at("modules_blacklisted"), 1u);
+  EXPECT_EQ(c.at("aliases_unmatched"), 2u);
+  EXPECT_EQ(c.at("modules_resolve_errors"), 1u);
+  EXPECT_EQ(c.at("modules_events"), 4u);
+}
+
+TEST_F(ModulesHandlerTest, AFailedModuleIsCountedButTheEventStillGoesOn) {
+  MakeHandler();
+  kernel_->FailWith("fw_missing", ENOENT);
+  const HandlerResult r = Handle(AddEvent("pci:broken"));
+  // Later links (rules, --exec) still run: the device gets its node without its driver.
+  EXPECT_EQ(r.outcome, HandlerOutcome::kHandled);
+  EXPECT_EQ(r.detail, "modules: 2 failed");
+  const std::map<std::string, uint64_t> c = Counters(*handler_);
+  EXPECT_EQ(c.at("modules_failed"), 1u);
+  EXPECT_EQ(c.at("modules_dependency_failed"), 1u);
+  EXPECT_EQ(c.at("modules_loaded"), 0u);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"fw_missing"}));
+}
+
+TEST_F(ModulesHandlerTest, AReloadThatFailsKeepsTheOldIndex) {
+  MakeHandler();
+  EXPECT_EQ(factory_calls_, 1);
+  next_factory_error_ = absl::NotFoundError("modules.dep: No such file");
+  EXPECT_FALSE(handler_->Reload().ok());
+  EXPECT_EQ(factory_calls_, 2);
+  // Still resolving with the first resolver.
+  Handle(AddEvent("pci:e1000e"));
+  EXPECT_EQ(kernel_->calls().size(), 2u);
+  EXPECT_EQ(resolver_->calls_.load(), 1);
+  const std::map<std::string, uint64_t> c = Counters(*handler_);
+  EXPECT_EQ(c.at("modules_reloads"), 1u);
+  EXPECT_EQ(c.at("modules_reload_failures"), 1u);
+}
+
+TEST_F(ModulesHandlerTest, AReloadThatWorksReplacesTheIndex) {
+  MakeHandler();
+  std::map<std::string, LoadPlan> plans;
+  plans["pci:e1000e"] = Plan({M("e1000e_v2")});
+  next_resolver_ = std::make_shared<FakeResolver>(plans);
+  ASSERT_TRUE(handler_->Reload().ok());
+  Handle(AddEvent("pci:e1000e"));
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"e1000e_v2"}));
+  EXPECT_EQ(resolver_->calls_.load(), 0);
+}
+
+TEST_F(ModulesHandlerTest, WithoutAnIndexEventsPassUntilAReloadFindsOne) {
+  next_factory_error_ = absl::NotFoundError("no modules.dep");
+  MakeHandler();
+  EXPECT_FALSE(start_error_.ok());
+  EXPECT_FALSE(handler_->has_index());
+  EXPECT_EQ(Handle(AddEvent("pci:e1000e")).outcome, HandlerOutcome::kHandled);
+  EXPECT_TRUE(kernel_->calls().empty());
+  EXPECT_EQ(Counters(*handler_).at("modules_no_index"), 1u);
+  next_factory_error_ = absl::OkStatus();
+  ASSERT_TRUE(handler_->Reload().ok());
+  Handle(AddEvent("pci:e1000e"));
+  EXPECT_EQ(kernel_->calls().size(), 2u);
+}
+
+TEST_F(ModulesHandlerTest, AReloadDuringALoadLeavesThatEventItsResolver) {
+  MakeHandler();
+  kernel_->Gate();
+  const Event event = AddEvent("pci:e1000e");
+  Task<HandlerResult> task = handler_->Handle(*reactor_, event);
+  task.Start();
+  ASSERT_TRUE(kernel_->WaitInFlight(1));
+  std::weak_ptr<FakeResolver> first = resolver_;
+  next_resolver_ = std::make_shared<FakeResolver>(std::map<std::string, LoadPlan>{});
+  resolver_.reset();
+  ASSERT_TRUE(handler_->Reload().ok());
+  kernel_->ReleaseAll();
+  for (int i = 0; i < 1000 && !task.done(); ++i) ASSERT_TRUE(reactor_->RunOnce(true).ok());
+  ASSERT_TRUE(task.done());
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"mii", "e1000e"}));
+  task.Reset();
+  EXPECT_TRUE(first.expired()) << "the replaced resolver is freed once its last event is done";
+}
+
+TEST(KernelCmdlineFlagTest, RecognisesTheFlagAndItsValues) {
+  EXPECT_TRUE(KernelCmdlineFlag("ro quiet hotring.modules_serial", "hotring.modules_serial"));
+  EXPECT_TRUE(KernelCmdlineFlag("hotring.modules_serial=1 ro", "hotring.modules_serial"));
+  EXPECT_TRUE(KernelCmdlineFlag("hotring.modules_serial=yes\n", "hotring.modules_serial"));
+  EXPECT_FALSE(KernelCmdlineFlag("hotring.modules_serial=0", "hotring.modules_serial"));
+  EXPECT_FALSE(KernelCmdlineFlag("hotring.modules_serial hotring.modules_serial=off",
+                                 "hotring.modules_serial"));
+  EXPECT_FALSE(KernelCmdlineFlag("hotring.modules_serialx", "hotring.modules_serial"));
+  EXPECT_FALSE(KernelCmdlineFlag("xhotring.modules_serial", "hotring.modules_serial"));
+  EXPECT_FALSE(KernelCmdlineFlag("", "hotring.modules_serial"));
+}
+
+TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
+  const std::vector<std::string> args = {
+      "--no-modules", "--modules-root=/img", "--kernel-version", "6.1.0-9-amd64",
+      "--modules-serial", "--kernel-cmdline", "a b", "--modules-dry-run-log", "/tmp/x",
+      "--modules-dry-run-delay=0.5", "--exec"};
+  FlagReader flags("daemon", args);
+  ModulesOptions options;
+  int taken = 0;
+  std::vector<std::string> left;
+  while (flags.Next()) {
+    absl::StatusOr<bool> mine = ParseModulesFlag(flags, options);
+    ASSERT_TRUE(mine.ok()) << mine.status();
+    if (*mine) {
+      ++taken;
+    } else {
+      left.push_back(flags.flag());
+    }
+  }
+  EXPECT_EQ(taken, 7);
+  EXPECT_EQ(left, (std::vector<std::string>{"--exec"}));
+  EXPECT_FALSE(options.enabled);
+  EXPECT_EQ(options.root, "/img");
+  EXPECT_EQ(options.kernel_version, "6.1.0-9-amd64");
+  EXPECT_TRUE(options.serial);
+  EXPECT_EQ(options.kernel_cmdline, "a b");
+  EXPECT_EQ(options.dry_run_log, "/tmp/x");
+  EXPECT_EQ(options.dry_run_delay, absl::Milliseconds(500));
+
+  const std::vector<std::string> bad = {"--kernel-version", "../../etc"};
+  FlagReader bad_flags("daemon", bad);
+  ASSERT_TRUE(bad_flags.Next());
+  EXPECT_EQ(ParseModulesFlag(bad_flags, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(MakeDaemonModulesLinkTest, RefusesToLoadAnotherKernelsModules) {
+  ModulesOptions options;
+  options.kernel_version = "0.0.0-not-running";
+  options.kernel_cmdline = "";
+  absl::StatusOr<std::unique_ptr<ModulesHandler>> link =
+      MakeDaemonModulesLink(options, "/sys", absl::Seconds(10), absl::Seconds(1));
+  ASSERT_FALSE(link.ok());
+  EXPECT_EQ(link.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(link.status().message().find("--modules-dry-run-log"), absl::string_view::npos);
+}
+
+TEST(MakeDaemonModulesLinkTest, ADryRunOverAFakeTreeResolvesAndRecords) {
+  absl::StatusOr<FakeModulesTree> tree = FakeModulesTree::Create("6.1.0-hotring-test");
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  tree->AddModule({.path = "kernel/lib/crc.ko"});
+  tree->AddModule({.path = "kernel/drivers/net/foo-net.ko",
+                   .deps = {"kernel/lib/crc.ko"},
+                   .aliases = {"pci:v00001234d*"}});
+  tree->AddConfig("/etc/modprobe.d", "foo.conf", "options foo-net speed=10\n");
+  ASSERT_TRUE(tree->Write().ok());
+
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string log = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/dry-run-", ::getpid());
+  ModulesOptions options;
+  options.root = tree->root();
+  options.kernel_version = tree->version();
+  options.kernel_cmdline = "crc.level=3";
+  options.dry_run_log = log;
+  absl::StatusOr<std::unique_ptr<ModulesHandler>> link =
+      MakeDaemonModulesLink(options, "/sys", absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(link.ok()) << link.status();
+  ASSERT_TRUE((*link)->has_index());
+  EXPECT_FALSE((*link)->loader().options().serial);
+
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  ASSERT_TRUE(reactor.ok());
+  const Event event = AddEvent("pci:v00001234d00005678sv00000000sd00000000bc02sc00i00");
+  absl::StatusOr<HandlerResult> r = (*reactor)->BlockOn((*link)->Handle(**reactor, event));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string dir = tree->modules_dir();
+  // Options exactly as finit_module would get them (kmod's string ends in a space).
+  EXPECT_EQ(ReadFile(log), absl::StrCat("load crc ", dir, "/kernel/lib/crc.ko level=3 \n",
+                                        "load foo_net ", dir,
+                                        "/kernel/drivers/net/foo-net.ko speed=10 \n"));
+  ::unlink(log.c_str());
+}
+
+TEST(MakeDaemonModulesLinkTest, TheKernelCommandLineCanAskForSerialLoading) {
+  ModulesOptions options;
+  options.root = "/nonexistent-root";
+  options.kernel_cmdline = "quiet hotring.modules_serial";
+  options.dry_run_log = "/dev/null";
+  absl::StatusOr<std::unique_ptr<ModulesHandler>> link =
+      MakeDaemonModulesLink(options, "/sys", absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_TRUE((*link)->loader().options().serial);
+  // No tree there: the link stays, without an index.
+  EXPECT_FALSE((*link)->has_index());
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::modules

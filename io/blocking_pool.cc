@@ -1,0 +1,133 @@
+#include "io/blocking_pool.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
+#include "core/status.h"
+
+namespace hotring::io {
+
+BlockingPool::BlockingPool(Options options) : options_(std::move(options)) {}
+
+BlockingPool::~BlockingPool() { Shutdown(); }
+
+absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) {
+    ++stats_.refused;
+    return absl::FailedPreconditionError("blocking pool: shut down");
+  }
+  if (queue_.size() >= options_.max_queued) {
+    ++stats_.refused;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("blocking pool: ", queue_.size(), " jobs already wait for a thread"));
+  }
+  queue_.push_back(std::move(job));
+  stats_.queued = queue_.size();
+  // An idle thread that was already notified has not taken its job yet: compare the queue
+  // with the idle threads, not idle_ with zero.
+  if (queue_.size() > idle_ && threads_.size() < std::max<size_t>(options_.max_threads, 1)) {
+    if (absl::Status started = StartThreadLocked(); !started.ok()) {
+      if (threads_.empty()) {
+        queue_.pop_back();
+        stats_.queued = queue_.size();
+        ++stats_.refused;
+        return started;
+      }
+      // The threads we have will get to it.
+      LogWarning("blocking pool %s: %s; continuing with %d threads", options_.name,
+                 started.ToString(), threads_.size());
+    }
+  }
+  work_.notify_one();
+  return absl::OkStatus();
+}
+
+absl::Status BlockingPool::StartThreadLocked() {
+  // Workers block every signal: the daemon takes its signals through a signalfd on the reactor
+  // thread, and a worker with SIGTERM unblocked would be picked by the kernel to die of it.
+  // The mask is inherited from the creating thread, so set it around pthread_create.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_t thread;
+  const int err = pthread_create(&thread, nullptr, &BlockingPool::ThreadMain, this);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (err != 0) return ErrnoStatus("pthread_create", err);
+  std::string name = options_.name.substr(0, 15);
+  (void)pthread_setname_np(thread, name.c_str());
+  threads_.push_back(thread);
+  stats_.threads = threads_.size();
+  return absl::OkStatus();
+}
+
+void* BlockingPool::ThreadMain(void* pool) {
+  static_cast<BlockingPool*>(pool)->WorkerLoop();
+  return nullptr;
+}
+
+void BlockingPool::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    ++idle_;
+    work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty()) return;  // stopping, and Shutdown took what was queued
+    std::shared_ptr<blocking_internal::JobBase> job = std::move(queue_.front());
+    queue_.pop_front();
+    stats_.queued = queue_.size();
+    ++stats_.running;
+    stats_.peak_running = std::max(stats_.peak_running, stats_.running);
+    lock.unlock();
+
+    const bool skipped = job->abandoned();
+    if (skipped) {
+      job->Fail(absl::CancelledError("blocking pool: the awaiting task was dropped"));
+    } else {
+      job->Execute();
+    }
+    job->Complete();
+    // Possibly the last reference (the task is gone): free it outside the lock.
+    job.reset();
+
+    lock.lock();
+    --stats_.running;
+    if (skipped) {
+      ++stats_.skipped;
+    } else {
+      ++stats_.completed;
+    }
+  }
+}
+
+void BlockingPool::Shutdown() {
+  std::deque<std::shared_ptr<blocking_internal::JobBase>> never_started;
+  std::vector<pthread_t> threads;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    never_started.swap(queue_);
+    stats_.queued = 0;
+    threads.swap(threads_);
+  }
+  work_.notify_all();
+  for (const std::shared_ptr<blocking_internal::JobBase>& job : never_started) {
+    job->Fail(absl::CancelledError("blocking pool: shut down before the job started"));
+    job->Complete();
+  }
+  never_started.clear();
+  for (const pthread_t thread : threads) pthread_join(thread, nullptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.threads = 0;
+}
+
+BlockingPool::Stats BlockingPool::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace hotring::io

@@ -1,0 +1,347 @@
+#include "io/blocking_pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/task.h"
+#include "core/task_scope.h"
+#include "gtest/gtest.h"
+#include "io/ops.h"
+#include "io/reactor.h"
+
+namespace hotring::io {
+namespace {
+
+std::unique_ptr<Reactor> MakeReactor() {
+  absl::StatusOr<std::unique_ptr<Reactor>> r = Reactor::Create();
+  EXPECT_TRUE(r.ok()) << r.status();
+  return std::move(*r);
+}
+
+// Jobs block in Enter() until the test opens the gate; the test can wait until N are inside.
+class Gate {
+ public:
+  void Enter() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++inside_;
+    ++entered_;
+    peak_ = std::max(peak_, inside_);
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return open_; });
+    --inside_;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Functional bound only: a failure here means the jobs never got there.
+  bool WaitInside(int n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(20), [&] { return inside_ >= n; });
+  }
+  int peak() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+  int entered() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entered_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+  int inside_ = 0;
+  int entered_ = 0;
+  int peak_ = 0;
+};
+
+// Counts destructions of what a job captured or returned.
+struct Tracked {
+  explicit Tracked(std::shared_ptr<std::atomic<int>> d) : destroyed(std::move(d)) {}
+  Tracked(Tracked&& o) noexcept : destroyed(std::move(o.destroyed)) {}
+  Tracked& operator=(Tracked&&) = delete;
+  ~Tracked() {
+    if (destroyed) destroyed->fetch_add(1);
+  }
+  std::shared_ptr<std::atomic<int>> destroyed;
+};
+
+// Drives the reactor until a task that was already started (Start()) has finished, and returns
+// its value. (BlockOn would resume it a second time.)
+template <typename T>
+T Finish(Reactor& reactor, Task<T>& task) {
+  for (int i = 0; i < 100000 && !task.done(); ++i) {
+    const absl::StatusOr<size_t> ran = reactor.RunOnce(true);
+    if (!ran.ok()) break;
+  }
+  EXPECT_TRUE(task.done()) << "the task never finished";
+  if (!task.done()) return T();
+  return task.TakeResult();
+}
+
+// Drives the reactor until no operation is in flight (cancelled reads have come back).
+void Drain(Reactor& reactor) {
+  for (int i = 0; i < 1000 && reactor.in_flight() > 0; ++i) {
+    ASSERT_TRUE(reactor.RunOnce(true).ok());
+  }
+  EXPECT_EQ(reactor.in_flight(), 0u);
+}
+
+TEST(BlockingPoolTest, ReturnsTheFunctionsResultOfEveryShape) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 2});
+  const std::thread::id reactor_thread = std::this_thread::get_id();
+
+  absl::StatusOr<std::thread::id> where =
+      reactor->BlockOn(pool.Run(*reactor, [] { return std::this_thread::get_id(); }));
+  ASSERT_TRUE(where.ok()) << where.status();
+  EXPECT_NE(*where, reactor_thread) << "the job ran on the reactor's thread";
+
+  absl::StatusOr<int> value = reactor->BlockOn(pool.Run(*reactor, [] { return 42; }));
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, 42);
+
+  const absl::Status failed = reactor->BlockOn(
+      pool.Run(*reactor, [] { return absl::NotFoundError("no such module"); }));
+  EXPECT_EQ(failed.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(failed.message(), "no such module");
+
+  absl::StatusOr<std::string> text = reactor->BlockOn(
+      pool.Run(*reactor, []() -> absl::StatusOr<std::string> { return std::string("ok"); }));
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, "ok");
+
+  std::atomic<bool> ran{false};
+  const absl::Status void_job = reactor->BlockOn(pool.Run(*reactor, [&ran] { ran = true; }));
+  EXPECT_TRUE(void_job.ok()) << void_job;
+  EXPECT_TRUE(ran.load());
+  EXPECT_EQ(reactor->in_flight(), 0u);
+}
+
+TEST(BlockingPoolTest, WorkersBlockEverySignal) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  absl::StatusOr<bool> blocked = reactor->BlockOn(pool.Run(*reactor, [] {
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+    return sigismember(&mask, SIGTERM) == 1 && sigismember(&mask, SIGINT) == 1 &&
+           sigismember(&mask, SIGCHLD) == 1;
+  }));
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  EXPECT_TRUE(*blocked) << "a worker would take the daemon's SIGTERM";
+}
+
+TEST(BlockingPoolTest, ManyConcurrentJobsAllCompleteOnBoundedThreads) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  constexpr size_t kThreads = 4;
+  constexpr int kJobs = 500;
+  BlockingPool pool({.max_threads = kThreads});
+  std::vector<int> results(kJobs, -1);
+  std::mutex threads_mutex;
+  std::set<std::thread::id> threads_used;
+  TaskScope scope;
+  for (int i = 0; i < kJobs; ++i) {
+    scope.Spawn([](Reactor& reactor, BlockingPool& pool, int i, int& out, std::mutex& m,
+                   std::set<std::thread::id>& used) -> Task<void> {
+      absl::StatusOr<int> r = co_await pool.Run(reactor, [i, &m, &used] {
+        std::lock_guard<std::mutex> lock(m);
+        used.insert(std::this_thread::get_id());
+        return i * 3;
+      });
+      out = r.ok() ? *r : -2;
+    }(*reactor, pool, i, results[i], threads_mutex, threads_used));
+  }
+  const absl::Status joined = reactor->BlockOn([](TaskScope& s) -> Task<void> {
+    co_await s.Join();
+  }(scope));
+  ASSERT_TRUE(joined.ok()) << joined;
+  for (int i = 0; i < kJobs; ++i) ASSERT_EQ(results[i], i * 3) << "job " << i;
+  const BlockingPool::Stats stats = pool.stats();
+  EXPECT_EQ(stats.completed, static_cast<uint64_t>(kJobs));
+  EXPECT_LE(stats.threads, kThreads);
+  EXPECT_LE(stats.peak_running, kThreads);
+  EXPECT_LE(threads_used.size(), kThreads);
+  EXPECT_EQ(reactor->in_flight(), 0u);
+}
+
+TEST(BlockingPoolTest, JobsRunInParallelUpToTheBound) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 3});
+  Gate gate;
+  TaskScope scope;
+  int finished = 0;
+  for (int i = 0; i < 5; ++i) {
+    scope.Spawn([](Reactor& reactor, BlockingPool& pool, Gate& gate, int& finished) -> Task<void> {
+      const absl::Status s = co_await pool.Run(reactor, [&gate] { gate.Enter(); });
+      if (s.ok()) ++finished;
+    }(*reactor, pool, gate, finished));
+  }
+  // Three jobs are inside the gate at once: they run in parallel, and no fourth thread starts.
+  ASSERT_TRUE(gate.WaitInside(3));
+  EXPECT_EQ(pool.stats().threads, 3u);
+  EXPECT_EQ(pool.stats().queued, 2u);
+  // The reactor is free meanwhile: a timer completes while every worker is blocked.
+  const absl::Status slept = reactor->BlockOn(
+      [](Reactor& r) -> Task<absl::Status> { co_return co_await Sleep(r, absl::Milliseconds(1)); }(
+          *reactor));
+  EXPECT_TRUE(slept.ok()) << slept;
+  EXPECT_EQ(finished, 0);
+  gate.Open();
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  EXPECT_EQ(finished, 5);
+  EXPECT_EQ(gate.peak(), 3);
+}
+
+TEST(BlockingPoolTest, DroppingTheTaskOfARunningJobLetsItFinishAndDiscardsTheResult) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  Gate gate;
+  auto captured_gone = std::make_shared<std::atomic<int>>(0);
+  auto result_gone = std::make_shared<std::atomic<int>>(0);
+  std::atomic<bool> finished{false};
+  {
+    Task<absl::StatusOr<Tracked>> task = pool.Run(
+        *reactor, [&gate, &finished, keep = Tracked(captured_gone), result_gone] {
+          gate.Enter();
+          finished = true;
+          return Tracked(result_gone);
+        });
+    task.Start();
+    ASSERT_TRUE(gate.WaitInside(1));
+    ASSERT_TRUE(reactor->RunOnce(false).ok());
+    EXPECT_FALSE(task.done());
+  }  // dropped while the job runs
+  Drain(*reactor);  // the eventfd read was cancelled
+  EXPECT_FALSE(finished.load());
+  gate.Open();
+  pool.Shutdown();  // joins: the job has finished
+  EXPECT_TRUE(finished.load()) << "the job must finish on its thread";
+  EXPECT_EQ(pool.stats().completed, 1u);
+  // Whatever it captured and returned was destroyed, exactly once (moves leave empty husks).
+  EXPECT_EQ(captured_gone->load(), 1);
+  EXPECT_EQ(result_gone->load(), 1);
+}
+
+TEST(BlockingPoolTest, DroppingTheTaskOfAQueuedJobSkipsIt) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  Gate gate;
+  std::atomic<bool> second_ran{false};
+  auto captured_gone = std::make_shared<std::atomic<int>>(0);
+  Task<absl::Status> first = pool.Run(*reactor, [&gate] { gate.Enter(); });
+  first.Start();
+  ASSERT_TRUE(gate.WaitInside(1));
+  {
+    Task<absl::Status> second =
+        pool.Run(*reactor, [&second_ran, keep = Tracked(captured_gone)] { second_ran = true; });
+    second.Start();
+    EXPECT_EQ(pool.stats().queued, 1u);
+  }
+  gate.Open();
+  ASSERT_TRUE(Finish(*reactor, first).ok());
+  // The worker takes the dropped job next, and skips it.
+  for (int i = 0; i < 2000 && pool.stats().skipped == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pool.Shutdown();
+  EXPECT_FALSE(second_ran.load()) << "a job nobody waits for must not start";
+  EXPECT_EQ(pool.stats().skipped, 1u);
+  EXPECT_EQ(pool.stats().completed, 1u);
+  EXPECT_EQ(captured_gone->load(), 1);
+  Drain(*reactor);
+}
+
+TEST(BlockingPoolTest, ShutdownWithJobsInFlight) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  Gate gate;
+  Task<absl::StatusOr<int>> running = pool.Run(*reactor, [&gate] {
+    gate.Enter();
+    return 7;
+  });
+  running.Start();
+  ASSERT_TRUE(gate.WaitInside(1));
+  std::atomic<bool> queued_ran{false};
+  Task<absl::Status> queued = pool.Run(*reactor, [&queued_ran] { queued_ran = true; });
+  queued.Start();
+
+  // Shutdown blocks until the running job ends; run it on another thread.
+  std::thread stopper([&pool] { pool.Shutdown(); });
+  // The queued job is failed at once, while the running one still blocks.
+  const absl::Status queued_result = Finish(*reactor, queued);
+  EXPECT_EQ(queued_result.code(), absl::StatusCode::kCancelled) << queued_result;
+  EXPECT_FALSE(queued_ran.load());
+  // New work is refused.
+  const absl::Status refused = reactor->BlockOn(pool.Run(*reactor, [] {}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+
+  gate.Open();
+  absl::StatusOr<int> value = Finish(*reactor, running);
+  stopper.join();
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, 7);
+  EXPECT_EQ(pool.stats().threads, 0u);
+  EXPECT_EQ(reactor->in_flight(), 0u);
+}
+
+TEST(BlockingPoolTest, ATaskThatOutlivesItsPoolIsWokenWithCancelled) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  Gate gate;
+  Task<absl::Status> queued;
+  {
+    BlockingPool pool({.max_threads = 1});
+    Task<absl::Status> running = pool.Run(*reactor, [&gate] { gate.Enter(); });
+    running.Start();
+    ASSERT_TRUE(gate.WaitInside(1));
+    queued = pool.Run(*reactor, [] {});
+    queued.Start();
+    std::thread stopper([&pool] { pool.Shutdown(); });
+    // The worker is held in the gate, so only Shutdown can empty the queue.
+    for (int i = 0; i < 2000 && pool.stats().queued > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    running.Reset();
+    gate.Open();
+    stopper.join();
+  }  // ~BlockingPool
+  // The task outlives the pool and completes without touching it.
+  const absl::Status result = Finish(*reactor, queued);
+  EXPECT_EQ(result.code(), absl::StatusCode::kCancelled) << result;
+}
+
+TEST(BlockingPoolTest, AFullQueueRefusesWork) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1, .max_queued = 2});
+  Gate gate;
+  std::vector<Task<absl::Status>> tasks;
+  for (int i = 0; i < 3; ++i) {
+    tasks.push_back(pool.Run(*reactor, [&gate] { gate.Enter(); }));
+    tasks.back().Start();
+    if (i == 0) {
+      ASSERT_TRUE(gate.WaitInside(1));
+    }
+  }
+  const absl::Status refused = reactor->BlockOn(pool.Run(*reactor, [] {}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_EQ(pool.stats().refused, 1u);
+  gate.Open();
+  for (Task<absl::Status>& t : tasks) EXPECT_TRUE(Finish(*reactor, t).ok());
+  EXPECT_EQ(gate.entered(), 3);
+}
+
+}  // namespace
+}  // namespace hotring::io
