@@ -114,6 +114,12 @@ class ProbeBuilder {
     std::vector<ModRef> deps = Dependencies(mod.name);
     for (const ModRef& dep : deps) FillSoftdep(dep);
     for (const ModRef& dep : deps) AddEdge(mod.name, dep.name);
+    // modules.dep lists every module's whole closure, so kmod's probe list needs only the top
+    // module's line. A loader that starts modules in parallel also needs each dependency's own
+    // line: core_util must wait for crc even when both are only dependencies of foo_net.
+    for (const ModRef& dep : deps) {
+      for (const ModRef& sub : Dependencies(dep.name)) AddEdge(dep.name, sub.name);
+    }
     FillSoftdep(mod);
   }
 
