@@ -1,6 +1,7 @@
 #include "hotplug/boot/boot_cmdline.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 
 namespace hotring::hotplug::boot {
@@ -61,6 +62,8 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       ReadSeconds(value, &cmdline.root_wait);
     } else if (key == "hotring.settle_timeout") {
       ReadSeconds(value, &cmdline.settle_timeout);
+    } else if (key == "hotring.settle_for" && absl::StrContains(value, '=')) {
+      cmdline.settle_for.emplace_back(value);
     } else if (key == "hotring.test") {
       // `hotring.test` alone or `=1`/`=y`; `=0`/`=n` turns it off again.
       cmdline.test = !(value == "0" || value == "n" || value == "no");

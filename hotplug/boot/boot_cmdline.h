@@ -22,6 +22,9 @@ struct BootCmdline {
   bool test = false;          // hotring.test: report, then power off even with root=
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
+  // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such
+  // devices (`settle --for`), e.g. a USB keyboard that the hub thread enumerates only later.
+  std::vector<std::string> settle_for;
 };
 
 // Splits on spaces (double quotes group, as the kernel does: `a="b c"`) and reads the keys

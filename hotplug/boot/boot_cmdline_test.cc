@@ -43,6 +43,10 @@ TEST(BootCmdlineTest, HotringSwitches) {
   EXPECT_TRUE(c.test);
   EXPECT_THAT(c.stat_nodes, ElementsAre("/dev/vda", "/dev/ttyS0"));
   EXPECT_EQ(c.settle_timeout, absl::Seconds(7));
+  EXPECT_THAT(ParseBootCmdline("hotring.settle_for=SUBSYSTEM=hid hotring.settle_for=x "
+                               "hotring.settle_for=DEVNAME=vda")
+                  .settle_for,
+              ElementsAre("SUBSYSTEM=hid", "DEVNAME=vda"));
   EXPECT_TRUE(ParseBootCmdline("hotring.test=1").test);
   EXPECT_FALSE(ParseBootCmdline("hotring.test=0").test);
 }

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <ftw.h>
@@ -33,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 #include "hotplug/boot/boot_cmdline.h"
 #include "hotplug/boot/boot_report.h"
 #include "hotplug/client.h"
@@ -109,7 +111,9 @@ void EnsureConsole() {
 }
 
 std::vector<std::string> DaemonArgs() {
-  std::vector<std::string> args = {"hotring", "daemon", "--log-kmsg"};
+  // A device manager: the rules of /etc/mdev.conf (busybox's default when it is missing) and
+  // the modules of MODALIAS (on by default). /etc/hotring/daemon.args adds to or overrides this.
+  std::vector<std::string> args = {"hotring", "daemon", "--log-kmsg", "--config", "/etc/mdev.conf"};
   absl::StatusOr<std::string> text = ReadFile(kDaemonArgsFile);
   if (!text.ok()) return args;
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
@@ -123,20 +127,49 @@ std::vector<std::string> DaemonArgs() {
 // Owns the running daemon (a child of PID 1, reaped here), asked to exit before switch_root.
 class DaemonChild {
  public:
-  static absl::StatusOr<DaemonChild> Start(const std::vector<std::string>& args) {
+  // The daemon gets `--ready-fd 3`, the write end of a pipe whose read end this process keeps:
+  // a newline there means it serves; end of file without one means it failed to start.
+  static absl::StatusOr<DaemonChild> Start(std::vector<std::string> args) {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
+    UniqueFd ready_read(pipe_fds[0]);
+    UniqueFd ready_write(pipe_fds[1]);
+    args.push_back("--ready-fd");
+    args.push_back(absl::StrCat(kReadyFd));
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid < 0) return ErrnoStatus("fork");
     if (pid == 0) {
+      // dup2 clears close-on-exec on the copy; the originals close at exec.
+      if (::dup2(ready_write.get(), kReadyFd) < 0) ::_exit(127);
       ::execv("/proc/self/exe", argv.data());
       std::fprintf(stderr, "hotring init: exec daemon: %s\n", std::strerror(errno));
       ::_exit(127);
     }
-    return DaemonChild(pid);
+    return DaemonChild(pid, std::move(ready_read));
   }
-  DaemonChild(DaemonChild&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  DaemonChild(DaemonChild&& other) noexcept
+      : pid_(std::exchange(other.pid_, -1)), ready_(std::move(other.ready_)) {}
+
+  // Blocks until the daemon says it serves, fails to start, or `timeout` passes.
+  absl::Status WaitReady(absl::Duration timeout) {
+    if (!ready_.valid()) return absl::OkStatus();
+    pollfd p{.fd = ready_.get(), .events = POLLIN, .revents = 0};
+    const int n = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+    if (n < 0) return ErrnoStatus("poll(ready fd)");
+    if (n == 0) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the daemon was not ready in ", absl::FormatDuration(timeout)));
+    }
+    char byte = 0;
+    const ssize_t got = ::read(ready_.get(), &byte, 1);
+    ready_.Reset();
+    if (got == 1 && byte == '\n') return absl::OkStatus();
+    HOTRING_RETURN_IF_ERROR(CheckAlive());
+    return absl::InternalError("the daemon closed its ready fd without being ready");
+  }
   DaemonChild& operator=(DaemonChild&&) = delete;
   DaemonChild(const DaemonChild&) = delete;
 
@@ -171,8 +204,10 @@ class DaemonChild {
   }
 
  private:
-  explicit DaemonChild(pid_t pid) : pid_(pid) {}
+  static constexpr int kReadyFd = 3;
+  DaemonChild(pid_t pid, UniqueFd ready) : pid_(pid), ready_(std::move(ready)) {}
   pid_t pid_;
+  UniqueFd ready_;  // read end of the daemon's --ready-fd pipe, until it has spoken
 };
 
 absl::StatusOr<Fields> Status() {
@@ -182,27 +217,6 @@ absl::StatusOr<Fields> Status() {
   HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), absl::Seconds(5)));
   if (!reply.ok) return absl::UnavailableError(reply.message);
   return Fields(reply.fields.begin(), reply.fields.end());
-}
-
-// Polls `control status` until the daemon answers.
-// READY-FD: when `daemon --ready-fd N` is available, pass a pipe's write end and block on its
-// read end instead of polling (no retransmit delay, and a daemon that failed to start closes
-// the pipe without writing).
-absl::Status WaitForDaemon(DaemonChild& daemon, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
-    HOTRING_RETURN_IF_ERROR(daemon.CheckAlive());
-    ControlRequest request;
-    request.command = ControlCommand::kStatus;
-    absl::StatusOr<ControlReply> reply = Ask(kDefaultSocket, std::move(request), absl::Milliseconds(20));
-    if (reply.ok()) return absl::OkStatus();
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the daemon did not answer in ", absl::FormatDuration(timeout), ": ",
-                       reply.status().ToString()));
-    }
-    absl::SleepFor(absl::Milliseconds(2));
-  }
 }
 
 std::vector<std::string> ListDir(const std::string& path) {
@@ -296,25 +310,37 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   Report("end");
 }
 
-// Waits until root= names an existing block device.
-// SETTLE-FOR: with `settle --for DEVNAME=...` in the client, wait for exactly that device
-// instead of settling everything and looking.
+// `settle --for` each condition: returns once every one was met by a handled device.
+absl::Status SettleFor(const std::vector<std::string>& conditions, absl::Duration timeout) {
+  ControlRequest request;
+  request.command = ControlCommand::kSettle;
+  for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
+  request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
+  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), timeout));
+  if (!reply.ok) return absl::InternalError(absl::StrCat("settle --for: ", reply.message));
+  return absl::OkStatus();
+}
+
+// Waits until root= names a block device the daemon has handled (its node made, its rules
+// applied): `settle --for DEVNAME=NAME`, without waiting for anything else.
 absl::Status WaitForRoot(const BootCmdline& cmdline) {
   if (!absl::StartsWith(cmdline.root, "/dev/")) {
     return absl::UnimplementedError(
         absl::StrCat("root=", cmdline.root, ": only /dev/NAME is understood"));
   }
-  const absl::Time deadline = absl::Now() + cmdline.root_wait;
-  for (;;) {
-    struct stat st {};
-    if (::stat(cmdline.root.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return absl::OkStatus();
-    if (absl::Now() >= deadline) {
-      return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " did not appear in ",
-                                              absl::FormatDuration(cmdline.root_wait)));
-    }
-    (void)Settle(kDefaultSocket, absl::Milliseconds(200));
-    absl::SleepFor(absl::Milliseconds(10));
+  if (absl::Status handled = SettleFor({absl::StrCat("DEVNAME=", cmdline.root.substr(5))},
+                                      cmdline.root_wait);
+      !handled.ok()) {
+    return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " was not handled in ",
+                                            absl::FormatDuration(cmdline.root_wait), ": ",
+                                            handled.ToString()));
   }
+  struct stat st {};
+  if (::stat(cmdline.root.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("root device ", cmdline.root,
+                                            " was handled but is not a block device node"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MountRoot(const BootCmdline& cmdline) {
@@ -406,7 +432,8 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
 
   absl::StatusOr<DaemonChild> daemon = DaemonChild::Start(DaemonArgs());
   if (!daemon.ok()) PowerOff(daemon.status().ToString());
-  if (absl::Status ready = WaitForDaemon(*daemon, absl::Seconds(30)); !ready.ok()) {
+  // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
+  if (absl::Status ready = daemon->WaitReady(absl::Seconds(30)); !ready.ok()) {
     PowerOff(ready.ToString());
   }
 
@@ -422,7 +449,10 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   if (quiet != nullptr) std::fclose(quiet);
   if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
   if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
-  const absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
+  absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
+  if (settled.ok() && !cmdline.settle_for.empty()) {
+    settled = SettleFor(cmdline.settle_for, cmdline.settle_timeout);
+  }
   const absl::Duration settled_at = BootTime();
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));

@@ -62,7 +62,7 @@ sh "$here/mkdisk.sh" --out "$work/disk.img" || { echo "boot_test: mkdisk.sh fail
 log="$out/console-test.log"
 status=0
 sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/hotring.img" --disk "$work/disk.img" \
-  --log "$log" --smp "$smp" --timeout 360 --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240" || status=$?
+  --log "$log" --smp "$smp" --timeout 360 --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240 hotring.settle_for=SUBSYSTEM=hid" || status=$?
 tr -d '\r' <"$log" >"$work/console"
 fact() { sed -n "s|^hotring-report: $1 ||p" "$work/console"; }
 echo "--- console (hotring lines) ---"
