@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/status.h"
@@ -148,6 +149,32 @@ absl::Status Settle(absl::string_view socket, absl::Duration timeout) {
   // Nothing can be pending in a daemon that does not exist.
   if (reply.status().code() == absl::StatusCode::kUnavailable) return absl::OkStatus();
   return reply.status();
+}
+
+absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket) {
+  std::string text;
+  uint64_t from = 0;
+  for (int page = 0; page < 100000; ++page) {
+    ControlRequest request;
+    request.command = ControlCommand::kTimeline;
+    request.options.emplace_back("FROM", absl::StrCat(from));
+    HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(socket, std::move(request), absl::Seconds(5)));
+    if (!reply.ok) return absl::UnavailableError(reply.message);
+    uint64_t next = from;
+    uint64_t total = 0;
+    size_t lines = 0;
+    for (const auto& [key, value] : reply.fields) {
+      if (key == "next") (void)absl::SimpleAtoi(value, &next);
+      if (key == "total") (void)absl::SimpleAtoi(value, &total);
+      if (key == "line") {
+        absl::StrAppend(&text, value, "\n");
+        ++lines;
+      }
+    }
+    if (lines == 0 || next >= total || next <= from) break;
+    from = next;
+  }
+  return text;
 }
 
 }  // namespace hotring::hotplug

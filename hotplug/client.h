@@ -67,6 +67,10 @@ absl::StatusOr<ControlReply> Ask(absl::string_view socket, ControlRequest reques
 // daemon listens (nothing can be pending); DeadlineExceeded after `timeout`.
 absl::Status Settle(absl::string_view socket, absl::Duration timeout);
 
+// The timeline lines the daemon on `socket` kept (`report`), fetched page by page (one
+// datagram each), each ending in a newline; without the format's header line.
+absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket);
+
 // A random request cookie (never 0).
 [[nodiscard]] uint32_t NewCookie();
 

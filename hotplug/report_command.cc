@@ -31,33 +31,6 @@ constexpr char kReportUsage[] =
     "                  systemd-analyze plot\n"
     "  --top N         entries per list (default 10)\n";
 
-// The daemon's kept lines, page by page (one datagram each).
-absl::StatusOr<std::string> FetchTimeline(const std::string& socket) {
-  std::string text = absl::StrCat(kTimelineHeader, "\n");
-  uint64_t from = 0;
-  for (int page = 0; page < 100000; ++page) {
-    ControlRequest request;
-    request.command = ControlCommand::kTimeline;
-    request.options.emplace_back("FROM", absl::StrCat(from));
-    HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(socket, std::move(request), absl::Seconds(5)));
-    if (!reply.ok) return absl::UnavailableError(reply.message);
-    uint64_t next = from;
-    uint64_t total = 0;
-    size_t lines = 0;
-    for (const auto& [key, value] : reply.fields) {
-      if (key == "next") (void)absl::SimpleAtoi(value, &next);
-      if (key == "total") (void)absl::SimpleAtoi(value, &total);
-      if (key == "line") {
-        absl::StrAppend(&text, value, "\n");
-        ++lines;
-      }
-    }
-    if (lines == 0 || next >= total || next <= from) break;
-    from = next;
-  }
-  return text;
-}
-
 }  // namespace
 
 int ReportCommand(const std::vector<std::string>& args) {
@@ -96,9 +69,9 @@ int ReportCommand(const std::vector<std::string>& args) {
     buffer << in.rdbuf();
     text = buffer.str();
   } else {
-    absl::StatusOr<std::string> fetched = FetchTimeline(socket);
+    absl::StatusOr<std::string> fetched = FetchTimelineLines(socket);
     if (!fetched.ok()) return ReportError("report", fetched.status());
-    text = *std::move(fetched);
+    text = absl::StrCat(kTimelineHeader, "\n", *fetched);
   }
   absl::StatusOr<report::Timeline> timeline = report::ParseTimeline(text);
   if (!timeline.ok()) return ReportError("report", timeline.status());

@@ -4,6 +4,10 @@
 # a handler that logs each event, coldplug over the real /sys with `trigger --action change
 # --settle` (change is harmless: the kernel only re-sends each device's uevent), and the
 # daemon's status counters. The daemon is stopped before the script ends, whatever happens.
+# Then hotring as the device manager of a real boot: an initramfs whose /init is hotring (rules
+# from an mdev.conf, drivers loaded in process from MODALIAS) boots Debian's kernel in qemu
+# (TCG) on emulated hardware (virtio disk, e1000 and virtio-net NICs, USB keyboard), settles,
+# prints its report and powers off (HOTRING_MAIN_BOOT=0 skips this part).
 #
 # Environment: HOTRING_MAIN_SOCKET (default @hotring-main-<pid>), HOTRING_MAIN_KEEP=1 to keep the
 # temporary directory with the handler's and the daemon's logs, BAZEL_OUTPUT_BASE to build in
@@ -130,16 +134,14 @@ if [ -z "$version" ] || [ ! -r "/boot/vmlinuz-$version" ] || ! command -v qemu-s
   echo "main job: boot skipped: no Debian kernel or qemu (testing/install_deps.sh installs them)" >&2
   exit 1
 fi
-image_args=""
-# Until hotring loads modules itself, a busybox modprobe run by --exec loads the drivers.
-"$bin" modprobe --help >/dev/null 2>&1 || image_args="--with-shell --modprobe-handler"
-# shellcheck disable=SC2086
-sh testing/initramfs/mkimage.sh --hotring "$bin" --out "$work/hotring.img" --kernel-version "$version" $image_args
+sh testing/initramfs/mkimage.sh --hotring "$bin" --out "$work/hotring.img" --kernel-version "$version" \
+  --mdev-conf testing/initramfs/mdev.conf
 sh testing/initramfs/mkdisk.sh --out "$work/disk.img"
 boot_status=0
 sh testing/initramfs/qemu_boot.sh --kernel "/boot/vmlinuz-$version" --initrd "$work/hotring.img" \
   --disk "$work/disk.img" --log "$work/console.log" --timeout 360 \
-  --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240" || boot_status=$?
+  --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240 hotring.settle_for=SUBSYSTEM=hid" \
+  || boot_status=$?
 tr -d '\r' <"$work/console.log" | grep -E '^hotring(:| init:|-report: (time|node|net|input|modules))' | cut -c1-400
 status_line=$(tr -d '\r' <"$work/console.log" | sed -n 's/^hotring-report: status //p')
 boot_received=$(echo " $status_line " | sed -n 's/.* received=\([0-9]*\) .*/\1/p')

@@ -20,6 +20,7 @@ struct BootCmdline {
   std::string init = "/sbin/init";  // init= in the new root
   absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
   bool test = false;          // hotring.test: report, then power off even with root=
+  bool timeline = false;      // hotring.timeline: print the daemon's timeline after the report
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

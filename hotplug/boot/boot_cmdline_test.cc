@@ -47,6 +47,8 @@ TEST(BootCmdlineTest, HotringSwitches) {
                                "hotring.settle_for=DEVNAME=vda")
                   .settle_for,
               ElementsAre("SUBSYSTEM=hid", "DEVNAME=vda"));
+  EXPECT_TRUE(ParseBootCmdline("hotring.timeline").timeline);
+  EXPECT_FALSE(ParseBootCmdline("hotring.timeline=0").timeline);
   EXPECT_TRUE(ParseBootCmdline("hotring.test=1").test);
   EXPECT_FALSE(ParseBootCmdline("hotring.test=0").test);
 }

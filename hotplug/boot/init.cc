@@ -464,6 +464,18 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
   Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
   PrintFacts(cmdline, fields, init_start, settled_at, modules);
+  if (cmdline.timeline) {
+    // For `hotring report --svg` on the host: the console is the guest's only way out.
+    absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
+    if (lines.ok()) {
+      for (absl::string_view line : absl::StrSplit(*lines, '\n', absl::SkipEmpty())) {
+        std::printf("hotring-timeline: %.*s\n", static_cast<int>(line.size()), line.data());
+      }
+      std::fflush(stdout);
+    } else {
+      Say(absl::StrCat("hotring init: timeline: ", lines.status().ToString()));
+    }
+  }
 
   if (cmdline.test || cmdline.root.empty()) {
     daemon->Stop(absl::Seconds(5));

@@ -119,6 +119,24 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> ModulesHandler::Create(
   return handler;
 }
 
+void ModulesHandler::RecordSteps(const Event& event, const PlanResult& loaded,
+                                 MonoTime asked_at) const {
+  // The loads this event waited for that started after it asked (a load it merely joined was
+  // recorded by the event that started it); the loader keeps the durations.
+  for (const ModuleResult& m : loaded.modules) {
+    if (m.outcome != ModuleOutcome::kLoaded && m.outcome != ModuleOutcome::kInstalled &&
+        m.outcome != ModuleOutcome::kFailed) {
+      continue;
+    }
+    const std::deque<LoadRecord>& records = loader_->records();
+    for (auto it = records.rbegin(); it != records.rend(); ++it) {
+      if (it->name != m.name) continue;
+      if (it->start >= asked_at) recorder_->Step(event, m.name, it->duration, IsSuccess(m.outcome));
+      break;
+    }
+  }
+}
+
 Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& event) {
   if (event.action != "add" || event.modalias.empty()) co_return HandlerResult{};
   ++counters_.events;
@@ -147,7 +165,9 @@ Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& ev
     co_return HandlerResult{};
   }
   const size_t wanted = plan->modules.size();
+  const MonoTime asked_at = MonoNow();
   const PlanResult loaded = co_await loader_->Load(reactor, std::move(*plan));
+  if (recorder_ != nullptr) RecordSteps(event, loaded, asked_at);
   const size_t failures = loaded.failures();
   if (failures == 0) co_return HandlerResult{};
   // Each failed module was logged with its errno by the loader; this line ties them to the

@@ -84,12 +84,15 @@ class ModulesHandler final : public Handler {
   absl::Status Reload() override;
   [[nodiscard]] std::string Name() const override { return "modules"; }
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  // Each load this stage ran for an event becomes a step on the daemon's timeline.
+  void SetStepRecorder(StepRecorder* recorder) override { recorder_ = recorder; }
 
   [[nodiscard]] const ModulesCounters& counters() const { return counters_; }
   [[nodiscard]] const Loader& loader() const { return *loader_; }
   [[nodiscard]] bool has_index() const { return resolver_ != nullptr; }
 
  private:
+  void RecordSteps(const Event& event, const PlanResult& loaded, MonoTime asked_at) const;
   ModulesHandler(ResolverFactory factory, std::unique_ptr<Loader> loader)
       : factory_(std::move(factory)), loader_(std::move(loader)) {}
 
@@ -98,6 +101,7 @@ class ModulesHandler final : public Handler {
   std::shared_ptr<const Resolver> resolver_;
   ModulesCounters counters_;
   std::unique_ptr<Loader> loader_;
+  StepRecorder* recorder_ = nullptr;  // the daemon's timeline; not owned
 };
 
 // The daemon's modules link from its flags: the kmod resolver over ROOT/lib/modules/VERSION

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
 #include "core/status.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/modules/fake_kernel.h"
 #include "hotplug/modules/fake_modules_tree.h"
@@ -135,6 +136,30 @@ TEST_F(ModulesHandlerTest, LoadsTheModulesOfAnAddEventsModalias) {
   EXPECT_EQ(c.at("modules_loaded"), 2u);
   EXPECT_EQ(c.at("modules_failed"), 0u);
   EXPECT_EQ(handler_->Name(), "modules");
+}
+
+// Keeps the steps a stage reports for the timeline.
+class StepLog final : public StepRecorder {
+ public:
+  void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override {
+    steps.push_back(absl::StrCat(event.seqnum.value_or(0), " ", what, ok ? " ok" : " error"));
+  }
+  std::vector<std::string> steps;
+};
+
+TEST_F(ModulesHandlerTest, EachLoadIsAStepOnTheTimelineOfTheEventThatStartedIt) {
+  MakeHandler();
+  StepLog log;
+  handler_->SetStepRecorder(&log);
+  Handle(AddEvent("pci:e1000e"));
+  Event again = AddEvent("pci:e1000e");
+  again.seqnum = 8;
+  Handle(again);  // already loaded: nothing ran for it
+  Event broken = AddEvent("pci:broken");
+  broken.seqnum = 9;
+  kernel_->FailWith("fw_missing", ENOENT);
+  Handle(broken);
+  EXPECT_THAT(log.steps, ::testing::ElementsAre("7 mii ok", "7 e1000e ok", "9 fw_missing error"));
 }
 
 TEST_F(ModulesHandlerTest, OnlyAddEventsWithAModaliasAreLookedAt) {

@@ -8,7 +8,11 @@
 #   - the status counters add up: received = handled, nothing failed or timed out, no overrun,
 #     nothing dropped;
 #   - the loaded modules are exactly those Debian's udev initrd loads (expected_modules.txt);
-#   - the daemon wrote at most 5 lines to the kernel log, and the kernel's rate limit dropped none.
+#   - the daemon wrote at most 5 lines to the kernel log, and the kernel's rate limit dropped none;
+#   - the guest's timeline (printed with hotring.timeline) makes a report and an SVG picture
+#     (boot-timeline.svg in the outputs) with the module loads on it.
+# The guest waits for the USB keyboard's HID device (hotring.settle_for=SUBSYSTEM=hid): the hub
+# thread enumerates it only after xhci_pci is loaded, so it may come after coldplug settled.
 # A second boot with root=/dev/vda must switch to the ext4 root and run its marker program.
 # Every assertion prints PASS or FAIL with what it saw; the consoles are kept in
 # $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs/).
@@ -62,11 +66,12 @@ sh "$here/mkdisk.sh" --out "$work/disk.img" || { echo "boot_test: mkdisk.sh fail
 log="$out/console-test.log"
 status=0
 sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/hotring.img" --disk "$work/disk.img" \
-  --log "$log" --smp "$smp" --timeout 360 --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240 hotring.settle_for=SUBSYSTEM=hid" || status=$?
+  --log "$log" --smp "$smp" --timeout 360 --append "hotring.test hotring.stat=/dev/vda hotring.settle_timeout=240 hotring.settle_for=SUBSYSTEM=hid hotring.timeline" \
+  || status=$?
 tr -d '\r' <"$log" >"$work/console"
 fact() { sed -n "s|^hotring-report: $1 ||p" "$work/console"; }
 echo "--- console (hotring lines) ---"
-grep '^hotring' "$work/console" | cut -c1-300
+grep '^hotring' "$work/console" | grep -v '^hotring-timeline: ' | cut -c1-300
 echo "---"
 [ "$status" -eq 0 ] && pass "guest 1 powered off (qemu exit 0)" || fail "guest 1: qemu exited $status (124: timeout)"
 grep -q '^hotring-report: end' "$work/console" && pass "report block complete" ||
@@ -138,6 +143,18 @@ if cmp -s "$work/loaded" "$work/expected"; then
 else
   fail "loaded modules differ from expected_modules.txt: missing [$(comm -13 "$work/loaded" "$work/expected" | tr '\n' ' ')] extra [$(comm -23 "$work/loaded" "$work/expected" | tr '\n' ' ')]"
 fi
+
+# The guest's timeline (hotring.timeline printed it): the report and its picture, kept with the
+# consoles; module loads are on it as steps of the events that asked for them.
+{ echo "# hotring timeline 1"; sed -n 's|^hotring-timeline: ||p' "$work/console"; } >"$out/timeline.txt"
+if "$hotring" report --from "$out/timeline.txt" --svg "$out/boot-timeline.svg" >"$out/report.txt" 2>&1 &&
+  grep -q '<svg' "$out/boot-timeline.svg"; then
+  pass "boot report and timeline picture ($(grep -c '^R ' "$out/timeline.txt") events, $(grep -c '^M ' "$out/timeline.txt") module loads): boot-timeline.svg"
+else
+  fail "hotring report on the guest's timeline: $(head -n 3 "$out/report.txt" | tr '\n' '|')"
+fi
+[ "$(grep -c '^M ' "$out/timeline.txt")" -gt 0 ] && pass "module loads on the timeline" ||
+  fail "no module load on the guest's timeline"
 
 # --- boot 2: switch_root to the ext4 disk ---
 log2="$out/console-root.log"
