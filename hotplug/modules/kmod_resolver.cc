@@ -469,9 +469,11 @@ LoadPlan PlanFromResolution(absl::string_view query, const Resolution& resolutio
           case ProbeStep::Action::kNothing:
             break;
         }
+        module.required = step.required;
         plan.modules.push_back(std::move(module));
       }
       ModuleToLoad& module = plan.modules[at];
+      module.required |= step.required;
       for (const std::string& need : step.needs) {
         if (position(need) >= at) continue;
         if (std::find(module.needs.begin(), module.needs.end(), need) == module.needs.end()) {

@@ -139,6 +139,10 @@ TEST_P(KmodResolverTest, SoftdepPreAndPostSurroundTheModule) {
   EXPECT_THAT(Names(plan), ElementsAre("ehci_hcd", "uhci_hcd", "usb_extra"));
   EXPECT_THAT(plan.modules[1].needs, ElementsAre("ehci_hcd"));
   EXPECT_THAT(plan.modules[2].needs, ElementsAre("uhci_hcd"));
+  // The plan carries it: the loader lets a softdep fail without failing uhci_hcd.
+  EXPECT_FALSE(plan.modules[0].required);
+  EXPECT_TRUE(plan.modules[1].required);
+  EXPECT_FALSE(plan.modules[2].required);
   // modules.softdep's line (from the module's own modinfo) works too; its name is an alias.
   EXPECT_EQ(Show("sd"), absl::StrCat("insmod ", Path("kernel/lib/crc.ko"), " \n", "insmod ",
                                      Path("kernel/drivers/misc/sd.ko"), " \n"));

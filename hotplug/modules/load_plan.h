@@ -23,6 +23,9 @@ struct ModuleToLoad {
   // Names of modules of the same plan that must be loaded first (dependencies, softdep pre:;
   // a softdep post: module needs the module it follows).
   std::vector<std::string> needs;
+  // The query's own module or one of its dependencies. False for softdep modules and what they
+  // pull in: as with kmod, their failure fails nothing else (a need on them only orders).
+  bool required = true;
 
   bool operator==(const ModuleToLoad&) const = default;
 };

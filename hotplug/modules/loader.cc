@@ -207,7 +207,8 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
           const std::optional<ModuleResult>& dep = results[it->second];
           if (!dep.has_value()) {
             ready = false;
-          } else if (!IsSuccess(dep->outcome)) {
+          } else if (!IsSuccess(dep->outcome) && plan.modules[it->second].required) {
+            // A failed softdep only ordered this load (kmod ignores its failure).
             failed_need = it->second;
             break;
           }

@@ -349,6 +349,18 @@ TEST_F(LoaderTest, AFailedDependencyFailsItsDependantsOnly) {
   EXPECT_TRUE(recorded);
 }
 
+TEST_F(LoaderTest, AFailedSoftdepOnlyOrdersTheModuleAfterIt) {
+  // softdep uhci pre: ehci: ehci is loaded first, but as with kmod its failure fails nothing.
+  kernel_->FailWith("ehci", ENODEV);
+  ModuleToLoad ehci = M("ehci");
+  ehci.required = false;
+  const PlanResult result = Run(Plan("q", {ehci, M("uhci", {"ehci"})}));
+  EXPECT_EQ(OutcomeOf(result, "ehci"), ModuleOutcome::kFailed);
+  EXPECT_EQ(OutcomeOf(result, "uhci"), ModuleOutcome::kLoaded);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"ehci", "uhci"}));
+  EXPECT_EQ(loader_->counters().dependency_failed, 0u);
+}
+
 TEST_F(LoaderTest, AFailedModuleIsRetriedByALaterEvent) {
   kernel_->FailWith("flaky", EAGAIN);
   EXPECT_EQ(OutcomeOf(Run(Plan("q1", {M("flaky")})), "flaky"), ModuleOutcome::kFailed);
