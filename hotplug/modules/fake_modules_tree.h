@@ -64,6 +64,10 @@ class FakeModulesTree {
   std::vector<Config> configs_;
 };
 
+// Runs `argv` (kmod's modprobe, for tests that compare with it) and returns its stdout;
+// stderr is discarded. Empty when it cannot be started.
+[[nodiscard]] std::string RunCapture(const std::vector<std::string>& argv);
+
 }  // namespace hotring::hotplug::modules
 
 #endif  // HOTRING_HOTPLUG_MODULES_FAKE_MODULES_TREE_H_

@@ -14,7 +14,6 @@
 #include "hotplug/modules/fake_modules_tree.h"
 #include "hotplug/modules/module_index.h"
 
-extern char** environ;
 
 namespace hotring::hotplug::modules {
 namespace {
@@ -198,31 +197,7 @@ INSTANTIATE_TEST_SUITE_P(BinaryAndTextIndexes, KmodResolverTest, ::testing::Bool
                          });
 
 // Runs kmod's modprobe on the fake tree; stdout only.
-std::string RunKmod(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return "";
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  std::string out;
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-  }
-  ::close(fds[0]);
-  return out;
-}
+std::string RunKmod(const std::vector<std::string>& argv) { return RunCapture(argv); }
 
 // The fake tree (our index writer's .bin files) read by kmod itself gives the same answers:
 // this checks the writer and every rule above against the reference at once.
