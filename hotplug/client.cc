@@ -151,6 +151,18 @@ absl::Status Settle(absl::string_view socket, absl::Duration timeout) {
   return reply.status();
 }
 
+absl::Status SettleFor(absl::string_view socket, const std::vector<std::string>& conditions,
+                       absl::Duration timeout) {
+  ControlRequest request;
+  request.command = ControlCommand::kSettle;
+  for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
+  // The daemon forgets the request when the client has given up.
+  request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
+  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(socket, std::move(request), timeout));
+  if (!reply.ok) return absl::InvalidArgumentError(reply.message);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket) {
   std::string text;
   uint64_t from = 0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -70,6 +71,12 @@ absl::Status Settle(absl::string_view socket, absl::Duration timeout);
 // The timeline lines the daemon on `socket` kept (`report`), fetched page by page (one
 // datagram each), each ending in a newline; without the format's header line.
 absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket);
+
+// Waits until every condition ("KEY=VALUE", as `settle --for` takes them) was met by a handled
+// device. Unavailable when no daemon listens (then no device will be handled by one);
+// DeadlineExceeded after `timeout`; InvalidArgument when the daemon refused a condition.
+absl::Status SettleFor(absl::string_view socket, const std::vector<std::string>& conditions,
+                       absl::Duration timeout);
 
 // A random request cookie (never 0).
 [[nodiscard]] uint32_t NewCookie();

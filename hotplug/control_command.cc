@@ -99,19 +99,7 @@ int SettleCommand(const std::vector<std::string>& args) {
   if (conditions.empty()) {
     settled = Settle(socket, timeout);
   } else {
-    ControlRequest request;
-    request.command = ControlCommand::kSettle;
-    for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
-    request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
-    absl::StatusOr<ControlReply> reply = Ask(socket, std::move(request), timeout);
-    if (reply.ok()) {
-      settled = reply->ok ? absl::OkStatus() : absl::InvalidArgumentError(reply->message);
-    } else if (reply.status().code() == absl::StatusCode::kUnavailable) {
-      // Unlike a plain settle, no daemon means the device will not be handled by one.
-      settled = reply.status();
-    } else {
-      settled = reply.status();
-    }
+    settled = SettleFor(socket, conditions, timeout);
   }
   if (settled.ok()) return 0;
   if (settled.code() == absl::StatusCode::kDeadlineExceeded ||

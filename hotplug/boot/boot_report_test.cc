@@ -18,7 +18,7 @@ TEST(BootReportTest, ProcModulesNamesSorted) {
   EXPECT_TRUE(ParseProcModules("").empty());
 }
 
-TEST(BootReportTest, NodeFactHasTypeDeviceOwnerAndMode) {
+TEST(BootReportTest, NodeFactNamesTypeNumbersOwnerAndMode) {
   struct stat st {};
   st.st_mode = S_IFBLK | 0640;
   st.st_rdev = makedev(254, 0);

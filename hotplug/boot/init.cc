@@ -310,17 +310,6 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   Report("end");
 }
 
-// `settle --for` each condition: returns once every one was met by a handled device.
-absl::Status SettleFor(const std::vector<std::string>& conditions, absl::Duration timeout) {
-  ControlRequest request;
-  request.command = ControlCommand::kSettle;
-  for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
-  request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
-  HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(kDefaultSocket, std::move(request), timeout));
-  if (!reply.ok) return absl::InternalError(absl::StrCat("settle --for: ", reply.message));
-  return absl::OkStatus();
-}
-
 // Waits until root= names a block device the daemon has handled (its node made, its rules
 // applied): `settle --for DEVNAME=NAME`, without waiting for anything else.
 absl::Status WaitForRoot(const BootCmdline& cmdline) {
@@ -328,8 +317,8 @@ absl::Status WaitForRoot(const BootCmdline& cmdline) {
     return absl::UnimplementedError(
         absl::StrCat("root=", cmdline.root, ": only /dev/NAME is understood"));
   }
-  if (absl::Status handled = SettleFor({absl::StrCat("DEVNAME=", cmdline.root.substr(5))},
-                                      cmdline.root_wait);
+  const std::vector<std::string> device = {absl::StrCat("DEVNAME=", cmdline.root.substr(5))};
+  if (absl::Status handled = SettleFor(kDefaultSocket, device, cmdline.root_wait);
       !handled.ok()) {
     return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " was not handled in ",
                                             absl::FormatDuration(cmdline.root_wait), ": ",
@@ -451,7 +440,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
   absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
   if (settled.ok() && !cmdline.settle_for.empty()) {
-    settled = SettleFor(cmdline.settle_for, cmdline.settle_timeout);
+    settled = SettleFor(kDefaultSocket, cmdline.settle_for, cmdline.settle_timeout);
   }
   const absl::Duration settled_at = BootTime();
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
