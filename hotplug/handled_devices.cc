@@ -64,14 +64,21 @@ void HandledDevices::Forget(absl::string_view devpath) {
 HandledDevice* HandledDevices::Record(Event&& event) {
   Forget(event.devpath);
   if (event.action == "remove") return nullptr;
-  HandledDevice& slot = slots_[next_];
+  size_t at;
+  if (slots_.size() < max_) {
+    at = slots_.size();
+    slots_.emplace_back();  // a deque: the slots before it stay where they are
+  } else {
+    at = next_;
+    next_ = (next_ + 1) % max_;
+  }
+  HandledDevice& slot = slots_[at];
   if (!slot.empty()) Forget(slot.event.devpath);  // the oldest event's device falls out
   slot.event = std::move(event);
   slot.probed = false;
   slot.fs.reset();
   // Keyed by the slot's own string (a short DEVPATH lives inside it, so view it only now).
-  index_.emplace(slot.event.devpath, next_);
-  next_ = (next_ + 1) % slots_.size();
+  index_.emplace(slot.event.devpath, at);
   return &slot;
 }
 

@@ -93,6 +93,43 @@ TEST(HandledDevicesTest, RemoveForgetsAndTheRecordIsBounded) {
   EXPECT_EQ(kept, (std::vector<std::string>{"/devices/c", "/devices/d", "/devices/e"}));
 }
 
+// Slots are made as events arrive; while the record grows, the slots made before stay where
+// they are (the index views their short, in-place DEVPATHs): every device is still found and
+// forgotten by its DEVPATH, and once full the oldest falls out first.
+TEST(HandledDevicesTest, GrowsOnDemandAndKeepsEveryEntryFindable) {
+  HandledDevices devices(1000);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_NE(devices.Record(Device("add", "/d" + std::to_string(i), "x")), nullptr);
+  }
+  EXPECT_EQ(devices.size(), 1000u);
+  // Recording a device again finds its old slot through the index and frees it.
+  for (int i = 0; i < 1000; i += 2) {
+    ASSERT_EQ(devices.Record(Device("remove", "/d" + std::to_string(i), "x")), nullptr);
+  }
+  EXPECT_EQ(devices.size(), 500u);
+  ASSERT_NE(devices.Record(Device("add", "/new", "x")), nullptr);  // takes the oldest slot
+  size_t seen = 0;
+  bool has_d1 = false;
+  bool has_new = false;
+  devices.ForEach([&](HandledDevice& d) {
+    ++seen;
+    has_d1 = has_d1 || d.event.devpath == "/d1";
+    has_new = has_new || d.event.devpath == "/new";
+    return false;
+  });
+  EXPECT_EQ(seen, 501u);
+  EXPECT_TRUE(has_d1);
+  EXPECT_TRUE(has_new);
+  ASSERT_NE(devices.Record(Device("add", "/more", "x")), nullptr);  // evicts /d1, the oldest live
+  has_d1 = false;
+  devices.ForEach([&](HandledDevice& d) {
+    has_d1 = has_d1 || d.event.devpath == "/d1";
+    return false;
+  });
+  EXPECT_FALSE(has_d1);
+  EXPECT_EQ(devices.size(), 501u);
+}
+
 TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
   SettleWaiter waiter({Cond("DEVNAME=vda"), Cond("SUBSYSTEM=net")});
   EXPECT_FALSE(waiter.Offer(HandledDevice{Device("add", "/devices/other", "usb")}));
