@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,32 +59,55 @@ std::string RelativeTarget(absl::string_view link, absl::string_view target) {
 
 bool IsDeviceNode(const struct stat& st) { return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode); }
 
+// The directory a path's last component lives in: the dev root itself, borrowed (a node
+// directly under /dev costs no dup and no close), or a subdirectory opened beneath it, owned.
+class ParentDir {
+ public:
+  static ParentDir Root(int root_fd) { return ParentDir(root_fd, UniqueFd()); }
+  static ParentDir Owned(UniqueFd fd) {
+    const int raw = fd.get();
+    return ParentDir(raw, std::move(fd));
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  // The dev root itself (what DevRoot::Open inspected: setgid bit, default ACL).
+  [[nodiscard]] bool is_root() const { return !owned_; }
+
+ private:
+  ParentDir(int fd, UniqueFd owned) : fd_(fd), owned_(std::move(owned)) {}
+  int fd_;
+  UniqueFd owned_;
+};
+
 // Walks the directory part of `path` beneath `root_fd`, one component at a time with
 // O_NOFOLLOW: a symlink or a non-directory on the way fails with ELOOP/ENOTDIR. Missing
-// directories are made (0755) when `create`. Returns the directory fd; `leaf` gets the last
-// component. `path` must already be IsSafeRelativePath.
-absl::StatusOr<UniqueFd> OpenParent(int root_fd, absl::string_view path, bool create,
-                                    std::string* leaf) {
-  std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
-  *leaf = std::string(parts.back());
-  parts.pop_back();
-  UniqueFd current(fcntl(root_fd, F_DUPFD_CLOEXEC, 0));
-  if (!current) return ErrnoStatus("dup(dev root)");
-  for (absl::string_view part : parts) {
+// directories are made (0755) when `create`. Returns the directory (borrowing `root_fd` when
+// `path` has no '/'); `leaf` gets the last component. `path` must already be
+// IsSafeRelativePath.
+absl::StatusOr<ParentDir> OpenParent(int root_fd, absl::string_view path, bool create,
+                                     std::string* leaf) {
+  const size_t slash = path.rfind('/');
+  if (slash == absl::string_view::npos) {
+    *leaf = std::string(path);
+    return ParentDir::Root(root_fd);
+  }
+  *leaf = std::string(path.substr(slash + 1));
+  UniqueFd current;
+  for (absl::string_view part : absl::StrSplit(path.substr(0, slash), '/')) {
+    const int at = current ? current.get() : root_fd;
     const std::string name(part);
-    int fd = openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
-      if (mkdirat(current.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (mkdirat(at, name.c_str(), 0755) != 0 && errno != EEXIST) {
         return ErrnoStatus(absl::StrCat("mkdir(", name, ")"));
       }
-      fd = openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       // The process umask must not narrow the directory (busybox makes them 0755).
       if (fd >= 0) (void)fchmod(fd, 0755);
     }
     if (fd < 0) return ErrnoStatus(absl::StrCat("open(", name, ")"));
     current = UniqueFd(fd);
   }
-  return current;
+  return ParentDir::Owned(std::move(current));
 }
 
 // ELOOP/ENOTDIR from OpenParent: something on the way is a symlink or not a directory.
@@ -97,7 +121,7 @@ bool IsRefusal(const absl::Status& status) {
 bool MakeLink(const DevRoot& root, absl::string_view link, absl::string_view target,
               NodeReport& report) {
   std::string leaf;
-  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
   if (!dir.ok()) {
     if (IsRefusal(dir.status())) ++report.refused;
     report.errors.push_back(absl::StrCat("link ", link, ": ", dir.status().message()));
@@ -130,50 +154,70 @@ void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
   const mode_t type = step.block ? S_IFBLK : S_IFCHR;
   const dev_t rdev = makedev(step.number->major, step.number->minor);
   std::string leaf;
-  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.path, /*create=*/true, &leaf);
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), step.path, /*create=*/true, &leaf);
   if (!dir.ok()) {
     if (IsRefusal(dir.status())) ++report.refused;
     report.errors.push_back(absl::StrCat("node ", step.path, ": ", dir.status().message()));
     return;
   }
   struct stat st;
-  bool have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (!have && step.path != step.name) {
-    // devtmpfs (or an earlier run) made the node under its kernel name: move it.
-    std::string name_leaf;
-    absl::StatusOr<UniqueFd> name_dir = OpenParent(root.fd(), step.name, false, &name_leaf);
-    struct stat old;
-    if (name_dir.ok() &&
-        fstatat(name_dir->get(), name_leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
-        (old.st_mode & S_IFMT) == type && old.st_rdev == rdev &&
-        renameat(name_dir->get(), name_leaf.c_str(), dir->get(), leaf.c_str()) == 0) {
-      ++report.renamed;
-      have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  bool have = false;
+  // On devtmpfs the kernel's node is normally there already, and a moved node may be waiting
+  // under its kernel name: look first. Elsewhere the node is normally missing: mknod first and
+  // stat only when something already has the name (EEXIST).
+  if (root.devtmpfs() || step.path != step.name) {
+    have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!have && step.path != step.name) {
+      // devtmpfs (or an earlier run) made the node under its kernel name: move it.
+      std::string name_leaf;
+      absl::StatusOr<ParentDir> name_dir = OpenParent(root.fd(), step.name, false, &name_leaf);
+      struct stat old;
+      if (name_dir.ok() &&
+          fstatat(name_dir->get(), name_leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+          (old.st_mode & S_IFMT) == type && old.st_rdev == rdev &&
+          renameat(name_dir->get(), name_leaf.c_str(), dir->get(), leaf.c_str()) == 0) {
+        ++report.renamed;
+        have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+      }
     }
   }
+  bool fresh = false;  // made by the mknod below: ours, a device node, no stat needed
   if (!have) {
     if (mknodat(dir->get(), leaf.c_str(), step.mode | type, rdev) == 0) {
       ++report.nodes_made;
+      fresh = true;
     } else if (errno != EEXIST) {
       report.errors.push_back(
           absl::StrCat("node ", step.path, ": ", ErrnoStatus("mknod").message()));
       return;
-    }
-    if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    } else if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       report.errors.push_back(
           absl::StrCat("node ", step.path, ": ", ErrnoStatus("stat").message()));
       return;
     }
   }
-  if (!IsDeviceNode(st)) {
+  if (!fresh && !IsDeviceNode(st)) {
     // Never chmod/chown through a symlink, nor a file or directory that took the name.
     if (S_ISLNK(st.st_mode)) ++report.refused;
     report.errors.push_back(absl::StrCat("node ", step.path, ": exists and is not a device node"));
     return;
   }
-  if (fchmodat(dir->get(), leaf.c_str(), step.mode, 0) != 0 ||
-      fchownat(dir->get(), leaf.c_str(), step.owner.uid, step.owner.gid, AT_SYMLINK_NOFOLLOW) !=
-          0) {
+  bool mode_right;
+  bool owner_right;
+  if (fresh) {
+    // A fresh node has mode & ~umask and our effective ids, unless its directory decides
+    // otherwise (a setgid directory's group, a default ACL instead of the umask): trusted only
+    // directly in the dev root, which DevRoot::Open inspected.
+    const bool plain_dir = dir->is_root() && root.fresh_nodes_predictable();
+    mode_right = plain_dir && (step.mode & ~mode_t{0777}) == 0 && (step.mode & root.umask()) == 0;
+    owner_right = plain_dir && step.owner == root.creator();
+  } else {
+    mode_right = (st.st_mode & 07777) == step.mode;
+    owner_right = st.st_uid == step.owner.uid && st.st_gid == step.owner.gid;
+  }
+  if ((!mode_right && fchmodat(dir->get(), leaf.c_str(), step.mode, 0) != 0) ||
+      (!owner_right && fchownat(dir->get(), leaf.c_str(), step.owner.uid, step.owner.gid,
+                                AT_SYMLINK_NOFOLLOW) != 0)) {
     report.errors.push_back(
         absl::StrCat("node ", step.path, ": ", ErrnoStatus("chmod/chown").message()));
     return;
@@ -186,7 +230,7 @@ void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
 void Remove(const DevRoot& root, const NodeStep& step, NodeReport& report) {
   if (!step.link.empty()) {
     std::string leaf;
-    absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.link, false, &leaf);
+    absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), step.link, false, &leaf);
     struct stat st;
     if (dir.ok() && fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISLNK(st.st_mode) && unlinkat(dir->get(), leaf.c_str(), 0) == 0) {
@@ -196,7 +240,7 @@ void Remove(const DevRoot& root, const NodeStep& step, NodeReport& report) {
     }
   }
   std::string leaf;
-  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), step.path, false, &leaf);
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), step.path, false, &leaf);
   if (!dir.ok()) {
     if (IsRefusal(dir.status())) ++report.refused;
     return;  // ENOENT: nothing to remove (devtmpfs removed it already)
@@ -330,7 +374,17 @@ absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
   // devtmpfs is a tmpfs (or ramfs) inside; only mountinfo names it.
   const bool tmpfs_like = fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
   const bool devtmpfs = tmpfs_like && MountIsDevtmpfs(fd.get());
-  return DevRoot(std::move(fd), path, devtmpfs);
+  // What a node mknod makes directly in the root gets, so that Create can skip a chmod or
+  // chown that would change nothing: the umask (read by setting it back), our effective ids,
+  // and whether the root's setgid bit or a default ACL overrides them.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("stat(", path, ")"));
+  const ssize_t acl = fgetxattr(fd.get(), "system.posix_acl_default", nullptr, 0);
+  const bool no_acl = acl < 0 && (errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP);
+  const bool predictable = (st.st_mode & S_ISGID) == 0 && no_acl;
+  return DevRoot(std::move(fd), path, devtmpfs, mask, Owner{geteuid(), getegid()}, predictable);
 }
 
 NodeReport ApplyNodes(const DevRoot& root, const EventPlan& plan) {

@@ -101,13 +101,29 @@ class DevRoot {
   // The kernel makes and removes nodes here itself; hotring renames/chowns them instead of
   // creating them (it still creates a node the kernel's is missing).
   [[nodiscard]] bool devtmpfs() const { return devtmpfs_; }
+  // What a node that mknod makes directly in the root starts with, as seen at Open (the process
+  // umask is read once there: change it before opening the root, never after): its permission
+  // bits are the requested ones minus umask(), its owner is creator().
+  [[nodiscard]] mode_t umask() const { return umask_; }
+  [[nodiscard]] const Owner& creator() const { return creator_; }
+  // False when the root's setgid bit or a default ACL decides a new node's group or mode.
+  [[nodiscard]] bool fresh_nodes_predictable() const { return fresh_nodes_predictable_; }
 
  private:
-  DevRoot(UniqueFd fd, std::string path, bool devtmpfs)
-      : fd_(std::move(fd)), path_(std::move(path)), devtmpfs_(devtmpfs) {}
+  DevRoot(UniqueFd fd, std::string path, bool devtmpfs, mode_t umask, Owner creator,
+          bool fresh_nodes_predictable)
+      : fd_(std::move(fd)),
+        path_(std::move(path)),
+        devtmpfs_(devtmpfs),
+        umask_(umask),
+        creator_(creator),
+        fresh_nodes_predictable_(fresh_nodes_predictable) {}
   UniqueFd fd_;
   std::string path_;
   bool devtmpfs_ = false;
+  mode_t umask_ = 0;
+  Owner creator_;
+  bool fresh_nodes_predictable_ = false;
 };
 
 // What ApplyNodes did (add these to the status counters).

@@ -223,6 +223,73 @@ TEST_F(EngineTest, ExistingNodeGetsOwnerAndModeOnly) {
   EXPECT_EQ(report_.chowned, 1u);
 }
 
+// Create skips the chmod and chown after its own mknod when they would change nothing; these
+// pin the cases where they do change something.
+class UmaskGuard {
+ public:
+  explicit UmaskGuard(mode_t mask) : old_(::umask(mask)) {}
+  ~UmaskGuard() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+TEST_F(EngineTest, FreshNodeGetsTheRuleModeWhateverTheUmask) {
+  for (const mode_t mask : {mode_t{0}, mode_t{022}, mode_t{077}}) {
+    SCOPED_TRACE(mask);
+    UmaskGuard guard(mask);
+    absl::StatusOr<DevRoot> root = DevRoot::Open(dev_);  // the umask is read here
+    ASSERT_TRUE(root.ok()) << root.status();
+    root_ = std::make_unique<DevRoot>(std::move(*root));
+    UseRules("null 0:0 0666\nsd[a-z] 0:6 0640\nttyS0 0:0 04620\n");
+    Run("add", "/class/mem/null", "null", DevNumber{1, 3});
+    Run("add", "/block/sda", "sda", DevNumber{8, 0});
+    Run("add", "/class/tty/ttyS0", "ttyS0", DevNumber{4, 64});
+    Run("add", "/class/tty/ttyS1", "ttyS1", DevNumber{4, 65});  // the default rule
+    EXPECT_EQ(Look(D("null")).perms, 0666u);
+    EXPECT_EQ(Look(D("sda")).perms, 0640u);
+    EXPECT_EQ(Look(D("sda")).gid, 6u);
+    EXPECT_EQ(Look(D("ttyS0")).perms, 04620u);
+    EXPECT_EQ(Look(D("ttyS1")).perms, 0660u);
+    EXPECT_EQ(Look(D("ttyS1")).gid, 0u);
+    for (const char* name : {"null", "sda", "ttyS0", "ttyS1"}) ASSERT_EQ(unlink(D(name).c_str()), 0);
+  }
+}
+
+TEST_F(EngineTest, SetgidDirectoriesDoNotLendTheirGroupToFreshNodes) {
+  UmaskGuard guard(0);
+  // A setgid dev root, and a setgid subdirectory, both of group 6: a node made in either
+  // would inherit group 6 if its owner were taken for granted after mknod.
+  ASSERT_EQ(chown(dev_.c_str(), 0, 6), 0);
+  ASSERT_EQ(chmod(dev_.c_str(), 02755), 0);
+  ASSERT_EQ(mkdir(D("snd").c_str(), 0755), 0);
+  ASSERT_EQ(chown(D("snd").c_str(), 0, 6), 0);
+  ASSERT_EQ(chmod(D("snd").c_str(), 02755), 0);
+  absl::StatusOr<DevRoot> root = DevRoot::Open(dev_);
+  ASSERT_TRUE(root.ok()) << root.status();
+  root_ = std::make_unique<DevRoot>(std::move(*root));
+  Run("add", "/class/tty/ttyS0", "ttyS0", DevNumber{4, 64});
+  Run("add", "/class/sound/controlC0", "snd/controlC0", DevNumber{116, 0});
+  EXPECT_EQ(Look(D("ttyS0")).gid, 0u);
+  EXPECT_EQ(Look(D("ttyS0")).perms, 0660u);
+  EXPECT_EQ(Look(D("snd/controlC0")).gid, 0u);
+  EXPECT_EQ(Look(D("snd/controlC0")).perms, 0660u);
+}
+
+TEST_F(EngineTest, NodeLeftByAnEarlierRunIsCorrectedNotDuplicated) {
+  // Not devtmpfs: mknod comes first and meets the old node (EEXIST); it must still be checked
+  // and get this rule's owner and mode.
+  ASSERT_FALSE(root_->devtmpfs());
+  ASSERT_EQ(mknod(D("sda").c_str(), S_IFBLK | 0600, makedev(8, 0)), 0);
+  UseRules("sd[a-z] 0:6 0640\n");
+  Run("add", "/block/sda", "sda", DevNumber{8, 0});
+  EXPECT_EQ(Look(D("sda")).perms, 0640u);
+  EXPECT_EQ(Look(D("sda")).gid, 6u);
+  EXPECT_EQ(report_.nodes_made, 0u);
+  EXPECT_EQ(report_.chowned, 1u);
+  EXPECT_THAT(report_.errors, IsEmpty());
+}
+
 TEST_F(EngineTest, NoNodeRuleCreatesAndRemovesNothingButRunsCommands) {
   UseRules("tty[a-z]. 0:0 660 ! @echo $MDEV\n");
   EventPlan plan = Run("add", "/class/tty/ttyab", "ttyab", DevNumber{3, 1});
