@@ -1,10 +1,14 @@
 #include "hotplug/trigger.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -13,6 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/unique_fd.h"
+#include "hotplug/modules/kmod_resolver.h"
+#include "hotplug/modules/module_index.h"
+#include "hotplug/rules/rule_set.h"
+#include "hotplug/rules/user_db.h"
+#include "hotplug/trigger_needed.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -100,19 +109,31 @@ std::string TriggerUsage() {
          "      --timeout SECONDS       with --settle: give up after this long (default 120)\n"
          "      --socket PATH|@NAME     with --settle: the daemon's control socket\n"
          "                              (default /run/hotring/control)\n"
+         "      --needed                replay `add` only for devices that mdev.conf rules act\n"
+         "                              on or whose MODALIAS module is not loaded, and their\n"
+         "                              parents (devices only); with -n: print why\n"
+         "      --config FILE           with --needed: the rules (default /etc/mdev.conf, then\n"
+         "                              FILE.d/*.conf; missing: busybox's default)\n"
+         "      --modules-root DIR      with --needed: DIR/lib/modules and DIR's modprobe.d\n"
+         "                              (default /)\n"
+         "      --kernel-version V      with --needed: DIR/lib/modules/V (default: running)\n"
          "  -h, --help                  this text\n";
 }
 
 absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& args) {
   TriggerOptions options;
   bool timeout_given = false;
+  bool action_given = false;
+  bool type_subsystems = false;
+  std::vector<std::string> needed_only;  // options that mean something only with --needed
   for (size_t i = 0; i < args.size(); ++i) {
     Token token = SplitToken(args[i]);
     const std::string name = CanonicalOption(token.name);
     const bool takes_value =
         name == "--sysfs-root" || name == "--action" || name == "--type" ||
         name == "--subsystem-match" || name == "--subsystem-nomatch" ||
-        name == "--sysname-match" || name == "--attr-match" || name == "--timeout";
+        name == "--sysname-match" || name == "--attr-match" || name == "--timeout" ||
+        name == "--config" || name == "--modules-root" || name == "--kernel-version";
     std::string value;
     if (takes_value) {
       if (token.inline_value.has_value()) {
@@ -137,6 +158,7 @@ absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& 
                                         "' (one of: ", absl::StrJoin(kActions, ", "), ")"));
       }
       options.action = value;
+      action_given = true;
     } else if (name == "--type") {
       if (value == "all") {
         options.filter.subsystems = options.filter.devices = true;
@@ -146,6 +168,7 @@ absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& 
       } else if (value == "subsystems") {
         options.filter.subsystems = true;
         options.filter.devices = false;
+        type_subsystems = true;
       } else {
         return BadArgument(
             absl::StrCat("unknown type '", value, "' (one of: all, devices, subsystems)"));
@@ -175,6 +198,20 @@ absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& 
       }
       options.settle_timeout = absl::Seconds(seconds);
       timeout_given = true;
+    } else if (name == "--needed") {
+      options.needed = true;
+    } else if (name == "--config") {
+      options.config = value;
+      needed_only.push_back(name);
+    } else if (name == "--modules-root") {
+      options.modules_root = value == "/" ? "" : value;
+      needed_only.push_back(name);
+    } else if (name == "--kernel-version") {
+      if (value.find('/') != std::string::npos) {
+        return BadArgument(absl::StrCat("bad --kernel-version '", value, "'"));
+      }
+      options.kernel_version = value;
+      needed_only.push_back(name);
     } else if (name == "--dry-run") {
       options.dry_run = true;
     } else if (name == "--verbose") {
@@ -188,11 +225,149 @@ absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& 
     }
   }
   if (timeout_given && !options.settle) return BadArgument("--timeout needs --settle");
+  if (!options.needed && !needed_only.empty()) {
+    return BadArgument(absl::StrCat(needed_only.front(), " needs --needed"));
+  }
+  if (options.needed) {
+    // What a replay of a needed device is: the add its rules and modules act on.
+    if (action_given && options.action != "add") {
+      return BadArgument(absl::StrCat("--needed replays add events, not '", options.action, "'"));
+    }
+    if (type_subsystems) return BadArgument("--needed selects devices; --type subsystems has none");
+    options.action = "add";
+    options.filter.subsystems = false;
+    options.filter.devices = true;
+  }
   return options;
 }
 
+namespace {
+
+std::string NormalisedModuleName(absl::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '-') c = '_';
+  }
+  return out;
+}
+
+// The modules the kernel has: every directory of SYSFS/module (loaded modules, and built-in
+// ones with parameters), and on the real /sys also /proc/modules. A fake sysfs root stands
+// for another machine, whose /proc is not ours.
+absl::flat_hash_set<std::string> LoadedModules(const std::string& sysfs_root) {
+  absl::flat_hash_set<std::string> loaded;
+  const std::string dir_path = absl::StrCat(sysfs_root, "/module");
+  if (DIR* dir = ::opendir(dir_path.c_str())) {
+    while (const dirent* entry = ::readdir(dir)) {
+      const absl::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      loaded.insert(NormalisedModuleName(name));
+    }
+    ::closedir(dir);
+  }
+  if (sysfs_root == kDefaultSysfsRoot) {
+    if (FILE* proc = std::fopen("/proc/modules", "re")) {
+      char line[512];
+      while (std::fgets(line, sizeof(line), proc) != nullptr) {
+        const absl::string_view text = line;
+        const absl::string_view name = text.substr(0, text.find(' '));
+        if (!name.empty() && name.back() != '\n') loaded.insert(NormalisedModuleName(name));
+      }
+      std::fclose(proc);
+    }
+  }
+  return loaded;
+}
+
+// What --needed decides with: the rules, the module resolver and the loaded modules.
+struct NeededContext {
+  rules::RuleSet rules;
+  std::unique_ptr<modules::KmodResolver> resolver;  // null: no module index
+  absl::flat_hash_set<std::string> loaded;
+};
+
+absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options,
+                                                const TriggerEnvironment& env) {
+  NeededContext context;
+  absl::StatusOr<rules::UserDb> users = rules::UserDb::Load("/");
+  if (!users.ok()) return users.status();
+  absl::StatusOr<rules::RuleSet> rules = rules::LoadRules({.file = options.config}, *users);
+  if (!rules.ok()) return rules.status();
+  context.rules = std::move(*rules);
+
+  modules::ModuleIndexOptions index_options;
+  index_options.modules_dir =
+      options.kernel_version.empty()
+          ? modules::DefaultModulesDir(options.modules_root)
+          : absl::StrCat(options.modules_root, "/lib/modules/", options.kernel_version);
+  index_options.config_paths = modules::DefaultConfigPaths(options.modules_root);
+  absl::StatusOr<std::unique_ptr<modules::ModuleIndex>> index =
+      modules::ModuleIndex::Load(index_options);
+  if (index.ok()) {
+    context.resolver = std::make_unique<modules::KmodResolver>(
+        std::shared_ptr<const modules::ModuleIndex>(std::move(*index)));
+  } else {
+    // No module tree (everything built in): no module can be missing that could be loaded.
+    std::fprintf(env.err, "hotring trigger: no module index in %s (%s): MODALIAS not considered\n",
+                 index_options.modules_dir.c_str(),
+                 std::string(index.status().message()).c_str());
+  }
+  context.loaded = LoadedModules(options.sysfs_root);
+  return context;
+}
+
+// --needed: keeps the entries worth replaying, in scan order, each with the dry-run line that
+// says why. Devices whose uevent cannot be read are counted as failed or vanished.
+std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(const TriggerOptions& options,
+                                                           const TriggerEnvironment& env,
+                                                           const NeededContext& context,
+                                                           std::vector<SysfsEntry> entries,
+                                                           TriggerReport& report) {
+  const ModuleFacts facts{context.resolver.get(), &context.loaded};
+  std::vector<std::string> devpaths;
+  std::vector<NeedDecision> decisions;
+  std::vector<SysfsEntry> readable;
+  devpaths.reserve(entries.size());
+  decisions.reserve(entries.size());
+  for (SysfsEntry& entry : entries) {
+    absl::StatusOr<Event> event =
+        ReadUeventFile(options.sysfs_root, entry, "add", EventSource::kResync);
+    if (!event.ok()) {
+      if (absl::IsNotFound(event.status())) {
+        ++report.vanished;
+      } else {
+        std::fprintf(env.err, "hotring trigger: cannot read %s: %s\n",
+                     UeventPath(options.sysfs_root, entry).c_str(),
+                     std::string(event.status().message()).c_str());
+        ++report.failed;
+        ++report.failure_reasons["unreadable"];
+      }
+      continue;
+    }
+    devpaths.push_back(entry.devpath);
+    decisions.push_back(DecideNeeded(context.rules, *event, facts));
+    readable.push_back(std::move(entry));
+  }
+  report.devices_considered = readable.size();
+  std::vector<std::pair<SysfsEntry, std::string>> picked;
+  for (const NeededDevice& device : SelectNeeded(devpaths, decisions)) {
+    picked.emplace_back(std::move(readable[device.index]),
+                        FormatNeeded(devpaths[device.index], device));
+  }
+  report.devices_needed = picked.size();
+  return picked;
+}
+
+}  // namespace
+
 absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
                                       const TriggerEnvironment& env) {
+  std::optional<NeededContext> needed;
+  if (options.needed) {
+    absl::StatusOr<NeededContext> context = LoadNeededContext(options, env);
+    if (!context.ok()) return context.status();
+    needed = std::move(*context);
+  }
   absl::StatusOr<SysfsScan> scan = ScanSysfs(options.sysfs_root, options.filter);
   if (!scan.ok()) return scan.status();
   TriggerReport report;
@@ -203,15 +378,27 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
     ++report.failed;
     ++report.failure_reasons["unreadable"];
   }
+  // What to write, in order, with the line a dry run prints for it.
+  std::vector<std::pair<SysfsEntry, std::string>> targets;
+  if (needed.has_value()) {
+    targets = PickNeeded(options, env, *needed, std::move(scan->entries), report);
+  } else {
+    targets.reserve(scan->entries.size());
+    for (SysfsEntry& entry : scan->entries) {
+      std::string line =
+          absl::StrCat(options.action, " -> ", UeventPath(options.sysfs_root, entry));
+      targets.emplace_back(std::move(entry), std::move(line));
+    }
+  }
   const bool progress = env.progress.has_value() ? *env.progress : ::isatty(::fileno(env.out)) != 0;
   const bool draw_progress = progress && !options.verbose && !options.dry_run;
-  const size_t total = scan->entries.size();
+  const size_t total = targets.size();
   size_t done = 0;
-  for (const SysfsEntry& entry : scan->entries) {
+  for (const auto& [entry, dry_run_line] : targets) {
     const std::string path = UeventPath(options.sysfs_root, entry);
     ++done;
     if (options.dry_run) {
-      std::fprintf(env.out, "%s -> %s\n", options.action.c_str(), path.c_str());
+      std::fprintf(env.out, "%s\n", dry_run_line.c_str());
       ++report.triggered;
       report.written.push_back(path);
       continue;
@@ -241,8 +428,13 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
 }
 
 std::string FormatTriggerSummary(const TriggerReport& report, bool dry_run) {
-  if (dry_run) return absl::StrCat(report.triggered, " would be triggered (dry run)");
-  std::string line = absl::StrCat(report.triggered, " triggered, ", report.failed, " failed");
+  std::string line;
+  if (report.devices_considered.has_value()) {
+    line = absl::StrCat("needed: ", report.devices_needed, " of ", *report.devices_considered,
+                        " devices; ");
+  }
+  if (dry_run) return absl::StrCat(line, report.triggered, " would be triggered (dry run)");
+  absl::StrAppend(&line, report.triggered, " triggered, ", report.failed, " failed");
   if (!report.failure_reasons.empty()) {
     std::vector<std::string> reasons;
     for (const auto& [reason, count] : report.failure_reasons) {

@@ -6,10 +6,15 @@
 //                   [--subsystem-match GLOB]... [--subsystem-nomatch GLOB]...
 //                   [--sysname-match GLOB]... [--attr-match ATTR[=GLOB]]...
 //                   [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
+//                   [--needed [--config FILE] [--modules-root DIR] [--kernel-version V]]
+//
+// --needed replays `add` only for the devices the rules or the module loader will act on, and
+// their parents (trigger_needed.h); modules, buses and drivers are never replayed then.
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
-// do ("ACTION -> PATH"); every failure on stderr; then one summary line on stdout:
-//   "N triggered, M failed[ (REASON: COUNT, ...)][, V vanished]"
+// do ("ACTION -> PATH"; with --needed "DEVPATH  why" instead); every failure on stderr; then one
+// summary line on stdout:
+//   "[needed: N of D devices; ]N triggered, M failed[ (REASON: COUNT, ...)][, V vanished]"
 // (the reasons when M > 0, the vanished part when V > 0). On a terminal, and without --verbose, a
 // progress line is redrawn while writing. A device that disappears before it could be
 // triggered is counted as vanished, not failed: there is nothing left to trigger, as udevadm
@@ -51,6 +56,11 @@ struct TriggerOptions {
   bool verbose = false;
   bool settle = false;
   absl::Duration settle_timeout = kDefaultSettleTimeout;
+  // --needed: only devices the rules or a missing module make worth an `add`, and parents.
+  bool needed = false;
+  std::string config = "/etc/mdev.conf";  // its rules (and FILE.d/*.conf); missing: default
+  std::string modules_root;               // ROOT/lib/modules/VERSION and ROOT's modprobe.d
+  std::string kernel_version;             // empty: the running kernel's
 };
 
 // Parses the arguments after `trigger` (`--opt VALUE` or `--opt=VALUE`; udevadm's short forms
@@ -69,6 +79,10 @@ struct TriggerReport {
   size_t vanished = 0;   // gone between listing and writing
   std::map<std::string, size_t> failure_reasons;  // strerror text (or "unreadable") -> count
   std::vector<std::string> written;               // uevent paths, in write order
+  // --needed: the devices looked at (those the filters keep), of which `triggered` + `failed`
+  // + `vanished` were picked.
+  std::optional<size_t> devices_considered;
+  size_t devices_needed = 0;
 };
 
 // Where a run prints, and the daemon hook for --settle.
@@ -85,7 +99,8 @@ struct TriggerEnvironment {
 absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
                                       const TriggerEnvironment& env);
 
-// "N triggered, M failed (reason: count, ...), V vanished" (dry run: "N would be triggered").
+// "N triggered, M failed (reason: count, ...), V vanished" (dry run: "N would be triggered"),
+// after "needed: N of D devices; " with --needed.
 [[nodiscard]] std::string FormatTriggerSummary(const TriggerReport& report, bool dry_run);
 
 // `hotring trigger ARGS` with stdout/stderr and no daemon hook (--settle is refused).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "core/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hotplug/modules/fake_modules_tree.h"
 #include "testing/fake_sysfs.h"
 
 namespace hotring::hotplug {
@@ -358,6 +360,186 @@ TEST(TriggerTest, ProgressLineOnlyWhenAsked) {
   EXPECT_THAT(terminal.out, HasSubstr("triggering 213/213 "));
   // The summary stands alone on a cleared line at the end.
   EXPECT_TRUE(absl::EndsWith(terminal.out, "\r\033[K213 triggered, 0 failed\n")) << terminal.out;
+}
+
+}  // namespace
+}  // namespace hotring::hotplug
+
+namespace hotring::hotplug {
+namespace {
+
+// --needed: a machine whose uevent files say what the kernel's say (names, numbers, aliases),
+// a module tree, and rules.
+constexpr absl::string_view kUsbHost = "/devices/pci0000:00/0000:00:14.0";
+constexpr absl::string_view kNull = "/devices/virtual/mem/null";
+
+struct NeededMachine {
+  FakeSysfs sys;
+  modules::FakeModulesTree modules;
+  std::string config;  // mdev.conf path
+  std::vector<std::string> devices;  // every device, in ScanSysfs order
+  std::map<std::string, std::string> original;  // devpath -> uevent content before the run
+};
+
+NeededMachine MakeNeededMachine(absl::string_view mdev_conf) {
+  absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
+  EXPECT_TRUE(sys.ok()) << sys.status();
+  absl::StatusOr<modules::FakeModulesTree> tree = modules::FakeModulesTree::Create("6.1.0-test");
+  EXPECT_TRUE(tree.ok()) << tree.status();
+  const std::vector<FakeSysfs::Device> devices = {
+      {.devpath = std::string(kPci), .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+       .uevent = {{"PCI_ID", "1022:1480"}}},
+      {.devpath = std::string(kAhci), .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+       .uevent = {{"DRIVER", "ahci"}, {"MODALIAS", "pci:v00008086d00002922sv00sd00bc01sc06i01"}}},
+      {.devpath = std::string(kUsbHost), .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+       .uevent = {{"MODALIAS", "pci:v00008086d00001E31sv00sd00bc0Csc03i30"}}},
+      {.devpath = std::string(kUsb1), .subsystem = "usb", .kind = FakeSysfs::Kind::kBus,
+       .uevent = {{"DEVTYPE", "usb_device"}, {"MODALIAS", "usb:v1D6Bp0002d0601dc09dsc00dp01"}}},
+      {.devpath = std::string(kInput), .subsystem = "input",
+       .uevent = {{"PRODUCT", "3/46d/c52b/111"},
+                  {"MODALIAS", "input:b0003v046DpC52Be0111-e0,1,2,4,k71,ramlsfw"}}},
+      {.devpath = std::string(kSda), .subsystem = "block",
+       .uevent = {{"MAJOR", "8"}, {"MINOR", "0"}, {"DEVNAME", "sda"}, {"DEVTYPE", "disk"}}},
+      {.devpath = std::string(kSda1), .subsystem = "block",
+       .uevent = {{"MAJOR", "8"}, {"MINOR", "1"}, {"DEVNAME", "sda1"}, {"DEVTYPE", "partition"}}},
+      {.devpath = std::string(kTtyS0), .subsystem = "tty",
+       .uevent = {{"MAJOR", "4"}, {"MINOR", "64"}, {"DEVNAME", "ttyS0"}}},
+      {.devpath = std::string(kNull), .subsystem = "mem",
+       .uevent = {{"MAJOR", "1"}, {"MINOR", "3"}, {"DEVNAME", "null"}, {"DEVMODE", "0666"}}},
+  };
+  for (const FakeSysfs::Device& device : devices) {
+    EXPECT_TRUE(sys->AddDevice(device).ok()) << device.devpath;
+  }
+  // ahci is loaded (it has a /sys/module directory), hid-logitech-dj is not, xhci-pci is
+  // built in; usb:... matches nothing.
+  EXPECT_TRUE(sys->AddModule("ahci").ok());
+  EXPECT_TRUE(sys->AddModule("usbcore").ok());
+  tree->AddModule({.path = "kernel/drivers/ata/ahci.ko", .aliases = {"pci:v00008086d00002922sv*sd*bc*sc*i*"}});
+  tree->AddModule({.path = "kernel/drivers/hid/hid.ko"});
+  tree->AddModule({.path = "kernel/drivers/hid/hid-logitech-dj.ko",
+                   .deps = {"kernel/drivers/hid/hid.ko"},
+                   .aliases = {"input:b0003v046DpC52B*"}});
+  tree->AddBuiltin({.path = "kernel/drivers/usb/host/xhci-pci.ko",
+                    .aliases = {"pci:v*d*sv*sd*bc0Csc03i30*"}});
+  EXPECT_TRUE(tree->Write().ok());
+
+  NeededMachine machine{std::move(*sys), std::move(*tree), "", {}, {}};
+  machine.config = machine.sys.Path("mdev.conf");
+  EXPECT_TRUE(machine.sys.WriteFile("mdev.conf", mdev_conf).ok());
+  machine.devices = {std::string(kPci),  std::string(kUsbHost), std::string(kUsb1),
+                     std::string(kInput), std::string(kAhci), std::string(kSda),
+                     std::string(kSda1), std::string(kTtyS0), std::string(kNull)};
+  for (const std::string& devpath : machine.devices) {
+    machine.original[devpath] = Uevent(machine.sys, devpath);
+  }
+  return machine;
+}
+
+constexpr absl::string_view kBoardRules =
+    "# a board's rules\n"
+    "null 0:0 0666\n"
+    "sd[a-z] 0:6 0640\n"
+    "sd[a-z][0-9]+ 0:0 0660\n"  // spells out the default: nothing to do
+    "ttyS[0-9]+ 0:0 0660 $echo gone\n";  // runs on remove only
+
+std::vector<std::string> NeededArgs(const NeededMachine& machine) {
+  return {"--sysfs-root", machine.sys.root(), "--needed", "--config", machine.config,
+          "--modules-root", machine.modules.root(), "--kernel-version", "6.1.0-test"};
+}
+
+TEST(TriggerNeededTest, ReplaysAddOnlyForWhatRulesAndMissingModulesActOnParentsFirst) {
+  NeededMachine machine = MakeNeededMachine(kBoardRules);
+  WriteOrder order(machine.sys, machine.devices);
+  const RunResult run = Trigger(NeededArgs(machine));
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(run.out, "needed: 7 of 9 devices; 7 triggered, 0 failed\n");
+  // The input device's driver is missing (its parents come first, those that are devices);
+  // sda has its own owner and mode (after its controller); null its own mode. The loaded ahci,
+  // the built-in xhci, the unmatched usb alias, sda1's and ttyS0's default-like rules: nothing
+  // on their own account.
+  const std::vector<std::string> expected = {std::string(kPci),   std::string(kUsbHost),
+                                             std::string(kUsb1),  std::string(kInput),
+                                             std::string(kAhci),  std::string(kSda),
+                                             std::string(kNull)};
+  EXPECT_THAT(order.Read(), ElementsAreArray(expected));
+  for (const std::string& devpath : machine.devices) {
+    const bool picked = std::find(expected.begin(), expected.end(), devpath) != expected.end();
+    EXPECT_EQ(Uevent(machine.sys, devpath), picked ? "add" : machine.original[devpath])
+        << devpath;
+  }
+}
+
+TEST(TriggerNeededTest, DryRunSaysWhyAndWritesNothing) {
+  NeededMachine machine = MakeNeededMachine(kBoardRules);
+  WriteOrder order(machine.sys, machine.devices);
+  std::vector<std::string> args = NeededArgs(machine);
+  args.push_back("--dry-run");
+  const RunResult run = Trigger(args);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(order.Read().empty());
+  for (const std::string& devpath : machine.devices) {
+    EXPECT_EQ(Uevent(machine.sys, devpath), machine.original[devpath]) << devpath;
+  }
+  const std::string conf = machine.config;
+  EXPECT_EQ(run.out,
+            absl::StrCat(kPci, "  parent of ", kInput, "\n",                     //
+                         kUsbHost, "  parent of ", kInput, "\n",                 //
+                         kUsb1, "  parent of ", kInput, "\n",                    //
+                         kInput, "  module hid_logitech_dj not loaded\n",       //
+                         kAhci, "  parent of ", kSda, "\n",                      //
+                         kSda, "  rule ", conf, ":3 (owner 0:6, mode 0640)\n",  //
+                         kNull, "  rule ", conf, ":2 (mode 0666)\n",            //
+                         "needed: 7 of 9 devices; 7 would be triggered (dry run)\n"));
+}
+
+TEST(TriggerNeededTest, WithoutAConfigOnlyMissingModulesCount) {
+  NeededMachine machine = MakeNeededMachine("");
+  std::vector<std::string> args = NeededArgs(machine);
+  args[4] = machine.sys.Path("no-such-mdev.conf");  // busybox's default: root:root 0660
+  args.push_back("-n");
+  const RunResult run = Trigger(args);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, absl::StrCat(kPci, "  parent of ", kInput, "\n",      //
+                                  kUsbHost, "  parent of ", kInput, "\n",  //
+                                  kUsb1, "  parent of ", kInput, "\n",     //
+                                  kInput, "  module hid_logitech_dj not loaded\n",
+                                  "needed: 4 of 9 devices; 4 would be triggered (dry run)\n"));
+}
+
+TEST(TriggerNeededTest, FiltersStillApply) {
+  NeededMachine machine = MakeNeededMachine(kBoardRules);
+  std::vector<std::string> args = NeededArgs(machine);
+  args.insert(args.end(), {"--subsystem-match", "block", "-n"});
+  const RunResult run = Trigger(args);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, absl::StrCat(kSda, "  rule ", machine.config, ":3 (owner 0:6, mode 0640)\n",
+                                  "needed: 1 of 2 devices; 1 would be triggered (dry run)\n"));
+}
+
+TEST(TriggerNeededTest, BadConfigAndBadCombinationsWriteNothing) {
+  NeededMachine machine = MakeNeededMachine("sd[a-z] nosuchuser:0 0640\n");
+  const RunResult broken = Trigger(NeededArgs(machine));
+  EXPECT_EQ(broken.code, 1);
+  EXPECT_THAT(broken.err, HasSubstr(absl::StrCat(machine.config, ":1: ")));
+  EXPECT_THAT(broken.err, HasSubstr("nosuchuser"));
+  const std::vector<std::vector<std::string>> bad = {
+      {"--config", machine.config},          // without --needed
+      {"--modules-root", "/"},               // without --needed
+      {"--needed", "--action", "change"},    // --needed replays add
+      {"--needed", "--type", "subsystems"},  // no devices
+      {"--needed", "--kernel-version", "../x"},
+  };
+  for (const std::vector<std::string>& extra : bad) {
+    std::vector<std::string> args = {"--sysfs-root", machine.sys.root()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult run = Trigger(args);
+    EXPECT_EQ(run.code, 2) << absl::StrJoin(extra, " ");
+    EXPECT_NE(run.err, "") << absl::StrJoin(extra, " ");
+  }
+  for (const std::string& devpath : machine.devices) {
+    EXPECT_EQ(Uevent(machine.sys, devpath), machine.original[devpath]) << devpath;
+  }
 }
 
 }  // namespace
