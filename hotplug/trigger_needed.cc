@@ -48,28 +48,22 @@ std::vector<std::string> RuleEffects(const rules::Rule& rule, bool has_node) {
   return effects;
 }
 
-// The modules of a MODALIAS that are missing, named by the ones nothing else in the plan needs
-// (the driver itself rather than its dependencies); empty when nothing is missing.
+// The modules a MODALIAS asks for (the plan's required modules that no other module of the plan
+// needs: the drivers, not their dependencies or softdeps) that are neither loaded nor built in.
+// A driver that is there has brought its dependencies with it.
 std::vector<std::string> MissingModules(const modules::LoadPlan& plan,
                                         const absl::flat_hash_set<std::string>& loaded) {
-  std::vector<const modules::ModuleToLoad*> missing;
-  for (const modules::ModuleToLoad& module : plan.modules) {
-    // Softdeps (not required) are the loader's business once the driver is asked for.
-    if (!module.required || module.builtin || loaded.contains(module.name)) continue;
-    missing.push_back(&module);
-  }
   absl::flat_hash_set<std::string> needed_by_others;
-  for (const modules::ModuleToLoad* module : missing) {
-    for (const std::string& need : module->needs) needed_by_others.insert(need);
+  for (const modules::ModuleToLoad& module : plan.modules) {
+    for (const std::string& need : module.needs) needed_by_others.insert(need);
   }
-  std::vector<std::string> top;
-  for (const modules::ModuleToLoad* module : missing) {
-    if (!needed_by_others.contains(module->name)) top.push_back(module->name);
+  std::vector<std::string> missing;
+  for (const modules::ModuleToLoad& module : plan.modules) {
+    if (!module.required || needed_by_others.contains(module.name)) continue;
+    if (module.builtin || loaded.contains(module.name)) continue;
+    missing.push_back(module.name);
   }
-  if (top.empty()) {
-    for (const modules::ModuleToLoad* module : missing) top.push_back(module->name);
-  }
-  return top;
+  return missing;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `hotring trigger --needed`: which devices are worth an `add` replay at coldplug. A device is
 // needed when the mdev.conf rules act on its add event beyond busybox's built-in default (a node
 // with another owner or mode, a `=` move, a `>` link, a `!` that keeps the node away, a command
-// run on add), or when its MODALIAS resolves to a module that is neither loaded nor built in;
+// run on add), or when its MODALIAS resolves to a driver module that is neither loaded nor built
+// in (the modules the alias matched, not their dependencies);
 // the parents of a needed device are replayed too, before it, so that whatever handles the
 // child finds its parents handled. Everything else (on a typical board thousands of platform,
 // memory and cpu devices) is left alone.
