@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -257,23 +258,20 @@ std::string NormalisedModuleName(absl::string_view name) {
 absl::flat_hash_set<std::string> LoadedModules(const std::string& sysfs_root) {
   absl::flat_hash_set<std::string> loaded;
   const std::string dir_path = absl::StrCat(sysfs_root, "/module");
-  if (DIR* dir = ::opendir(dir_path.c_str())) {
-    while (const dirent* entry = ::readdir(dir)) {
+  const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(dir_path.c_str()), ::closedir);
+  if (dir != nullptr) {
+    while (const dirent* entry = ::readdir(dir.get())) {
       const absl::string_view name = entry->d_name;
       if (name == "." || name == "..") continue;
       loaded.insert(NormalisedModuleName(name));
     }
-    ::closedir(dir);
   }
   if (sysfs_root == kDefaultSysfsRoot) {
-    if (FILE* proc = std::fopen("/proc/modules", "re")) {
-      char line[512];
-      while (std::fgets(line, sizeof(line), proc) != nullptr) {
-        const absl::string_view text = line;
-        const absl::string_view name = text.substr(0, text.find(' '));
-        if (!name.empty() && name.back() != '\n') loaded.insert(NormalisedModuleName(name));
-      }
-      std::fclose(proc);
+    std::ifstream proc("/proc/modules");
+    std::string line;
+    while (std::getline(proc, line)) {
+      const std::string name = line.substr(0, line.find(' '));
+      if (!name.empty()) loaded.insert(NormalisedModuleName(name));
     }
   }
   return loaded;
