@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -435,6 +438,34 @@ NeededMachine MakeNeededMachine(absl::string_view mdev_conf) {
   return machine;
 }
 
+// Every uevent file under the fake root (devices, modules, buses, drivers) and its content:
+// what a run changed, wherever it wrote.
+std::map<std::string, std::string> AllUeventFiles(const FakeSysfs& sys) {
+  std::map<std::string, std::string> files;
+  std::error_code error;
+  for (auto it = std::filesystem::recursive_directory_iterator(sys.root(), error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_symlink(error) || it->path().filename() != "uevent") continue;
+    std::ifstream in(it->path());
+    std::stringstream content;
+    content << in.rdbuf();
+    files[it->path().string().substr(sys.root().size())] = content.str();
+  }
+  EXPECT_FALSE(error) << error.message();
+  return files;
+}
+
+// The uevent files whose content differs between two snapshots.
+std::vector<std::string> Changed(const std::map<std::string, std::string>& before,
+                                 const std::map<std::string, std::string>& after) {
+  std::vector<std::string> changed;
+  for (const auto& [path, content] : after) {
+    const auto old = before.find(path);
+    if (old == before.end() || old->second != content) changed.push_back(path);
+  }
+  return changed;
+}
+
 constexpr absl::string_view kBoardRules =
     "# a board's rules\n"
     "null 0:0 0666\n"
@@ -449,6 +480,8 @@ std::vector<std::string> NeededArgs(const NeededMachine& machine) {
 
 TEST(TriggerNeededTest, ReplaysAddOnlyForWhatRulesAndMissingModulesActOnParentsFirst) {
   NeededMachine machine = MakeNeededMachine(kBoardRules);
+  const std::map<std::string, std::string> before = AllUeventFiles(machine.sys);
+  ASSERT_GE(before.size(), 12u);  // 9 devices, 2 modules, the pci and usb buses
   WriteOrder order(machine.sys, machine.devices);
   const RunResult run = Trigger(NeededArgs(machine));
   EXPECT_EQ(run.code, 0) << run.err;
@@ -468,16 +501,23 @@ TEST(TriggerNeededTest, ReplaysAddOnlyForWhatRulesAndMissingModulesActOnParentsF
     EXPECT_EQ(Uevent(machine.sys, devpath), picked ? "add" : machine.original[devpath])
         << devpath;
   }
+  std::vector<std::string> expected_files;
+  for (const std::string& devpath : expected) expected_files.push_back(devpath + "/uevent");
+  std::sort(expected_files.begin(), expected_files.end());
+  EXPECT_THAT(Changed(before, AllUeventFiles(machine.sys)), ElementsAreArray(expected_files));
 }
 
 TEST(TriggerNeededTest, DryRunSaysWhyAndWritesNothing) {
   NeededMachine machine = MakeNeededMachine(kBoardRules);
+  const std::map<std::string, std::string> before = AllUeventFiles(machine.sys);
+  ASSERT_GE(before.size(), 12u);
   WriteOrder order(machine.sys, machine.devices);
   std::vector<std::string> args = NeededArgs(machine);
   args.push_back("--dry-run");
   const RunResult run = Trigger(args);
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_TRUE(order.Read().empty());
+  EXPECT_THAT(Changed(before, AllUeventFiles(machine.sys)), ::testing::IsEmpty());
   for (const std::string& devpath : machine.devices) {
     EXPECT_EQ(Uevent(machine.sys, devpath), machine.original[devpath]) << devpath;
   }
