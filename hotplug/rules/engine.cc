@@ -346,7 +346,8 @@ absl::StatusOr<bool> MakeLinkBeneath(const DevRoot& root, absl::string_view link
   const ssize_t n = readlinkat(dir->get(), leaf.c_str(), old, sizeof(old));
   if (n >= 0 && absl::string_view(old, static_cast<size_t>(n)) == relative) return false;
   // Replace atomically: a reader sees the old link or the new one, never none.
-  const std::string temp = absl::StrCat(".#", leaf, ".", getpid());
+  // Per thread: two devices may claim the same name at once (the udev compatibility pool).
+  const std::string temp = absl::StrCat(".#", leaf, ".", gettid());
   (void)unlinkat(dir->get(), temp.c_str(), 0);
   if (symlinkat(relative.c_str(), dir->get(), temp.c_str()) != 0) {
     return ErrnoStatus(absl::StrCat("symlink(", link, ")"));
