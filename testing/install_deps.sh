@@ -12,7 +12,7 @@ pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
 # The udev compatibility stage's prober tests make images with the real tools and compare with
 # libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
-pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev pkg-config"
+pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
