@@ -25,6 +25,8 @@
 #include "hotplug/rules/rules_handler.h"
 #include "hotplug/modules/modules_handler.h"
 #include "hotplug/trigger.h"
+#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udevcompat/udevcompat_handler.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -49,6 +51,10 @@ constexpr absl::string_view kDaemonUsage =
     "  --netlink-trust-userspace  accept uevents from any sender (tests only)\n"
     "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
     "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
+    "  --udev-compat              serve libudev's consumers: udev's properties, /run/udev/data,\n"
+    "                             libudev-format events on netlink group 2, /dev/disk/by-* and\n"
+    "                             /dev/input/by-* links beneath --dev-root (docs/udev-compat.md)\n"
+    "  --udev-run DIR             where the udev database goes (default /run/udev)\n"
     "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
     "  --timeline-keep N          timeline lines kept in memory for `report` (default 8192)\n"
     "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=/UUID=\n"
@@ -84,6 +90,8 @@ int DaemonCommand(const std::vector<std::string>& args) {
   // The rules link runs only when asked for: without --config/--dev-root nothing touches /dev.
   bool rules_enabled = false;
   rules::RulesHandler::Options rules_options;
+  bool udev_compat = false;
+  udevcompat::UdevCompatHandler::Options udev_options;
   FlagReader flags("daemon", args);
   auto parse = [&]() -> absl::Status {
     while (flags.Next()) {
@@ -138,6 +146,11 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--rebroadcast") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(2, 32));
         options.rebroadcast_group = static_cast<uint32_t>(n);
+      } else if (f == "--udev-compat") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        udev_compat = true;
+      } else if (f == "--udev-run") {
+        HOTRING_ASSIGN_OR_RETURN(udev_options.run_dir, flags.String());
       } else if (f == "--record-timeline") {
         HOTRING_ASSIGN_OR_RETURN(options.record_timeline, flags.String());
       } else if (f == "--timeline-keep") {
@@ -164,6 +177,11 @@ int DaemonCommand(const std::vector<std::string>& args) {
     return absl::OkStatus();
   };
   if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("daemon", parsed);
+  if (udev_compat && options.rebroadcast_group == udevcompat::kUdevMonitorGroup) {
+    // libudev would take the kernel-format copies on group 2 for udev's own announcements.
+    return ReportError("daemon", absl::InvalidArgumentError(
+                                     "--rebroadcast 2 and --udev-compat both send on group 2"));
+  }
   const char* notify_socket = std::getenv("NOTIFY_SOCKET");
   absl::StatusOr<ReadinessNotifier> readiness =
       ReadinessNotifier::Create(ready_fd, notify_socket != nullptr ? notify_socket : "");
@@ -186,7 +204,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
     LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
   }
   // The handler chain, in pipeline order: modules (MODALIAS) -> rules (nodes, links,
-  // commands) -> --exec program. Each link is optional; with none, events are only ordered.
+  // commands) -> udev compatibility (properties, database, by-* links, group 2) -> --exec. Each link is optional; with none, events are only ordered.
   std::vector<std::unique_ptr<Handler>> links;
   if (modules_options.enabled) {
     absl::StatusOr<std::unique_ptr<modules::ModulesHandler>> link =
@@ -195,6 +213,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
     if (!link.ok()) return fail(link.status());
     links.push_back(std::move(*link));
   }
+  udev_options.dev_root = rules_options.dev_root;  // the same dev root as rules (moved below)
   if (rules_enabled) {
     rules_options.sysfs_root = options.sysfs_root;
     rules_options.timeout = options.event_timeout;
@@ -203,6 +222,13 @@ int DaemonCommand(const std::vector<std::string>& args) {
         rules::RulesHandler::Create(std::move(rules_options));
     if (!rules_link.ok()) return fail(rules_link.status());
     links.push_back(std::move(*rules_link));
+  }
+  if (udev_compat) {
+    udev_options.sysfs_root = options.sysfs_root;
+    absl::StatusOr<std::unique_ptr<udevcompat::UdevCompatHandler>> udev_link =
+        udevcompat::UdevCompatHandler::Create(std::move(udev_options));
+    if (!udev_link.ok()) return fail(udev_link.status());
+    links.push_back(std::move(*udev_link));
   }
   if (!options.exec_program.empty()) {
     absl::StatusOr<std::unique_ptr<ExecHandler>> exec = ExecHandler::Create(

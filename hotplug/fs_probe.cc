@@ -68,6 +68,9 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeExt(absl::string_view sb) {
   }
   fs.uuid = UuidField(sb, 0x68);
   fs.label = LabelField(sb, 0x78, 16);
+  // s_rev_level.s_minor_rev_level, as blkid prints it.
+  fs.version = absl::StrCat(Le(sb, 0x4C, 4), ".", Le(sb, 0x3E, 2));
+  fs.block_size = 1024u << Le(sb, 0x18, 4);
   return fs;
 }
 
@@ -78,13 +81,16 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeVfat(absl::string_view boot) {
   }
   size_t id_at;
   size_t label_at;
+  std::string version;
   if (boot.substr(0x52, 5) == "FAT32") {
     id_at = 0x43;
     label_at = 0x47;
+    version = "FAT32";
   } else if (boot.substr(0x36, 5) == "FAT12" || boot.substr(0x36, 5) == "FAT16" ||
              boot.substr(0x36, 3) == "FAT") {
     id_at = 0x27;
     label_at = 0x2B;
+    if (boot.substr(0x36, 5) != "FAT  ") version = std::string(boot.substr(0x36, 5));
   } else {
     return std::nullopt;  // an MBR or another boot sector with the same signature
   }
@@ -99,6 +105,8 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeVfat(absl::string_view boot) {
   fs.uuid = absl::StrFormat("%04X-%04X", id >> 16, id & 0xFFFF);
   fs.label = LabelField(boot, label_at, 11);
   if (fs.label == "NO NAME") fs.label.clear();
+  fs.version = std::move(version);
+  fs.block_size = sector;
   return fs;
 }
 
@@ -113,6 +121,7 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeXfs(absl::string_view sb) {
   fs.type = "xfs";
   fs.uuid = UuidField(sb, 32);
   fs.label = LabelField(sb, 108, 12);
+  fs.block_size = block;
   return fs;
 }
 
@@ -129,7 +138,20 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeSwap(absl::string_view page) {
     }
     fs.uuid = UuidField(page, 1024 + 12);
     fs.label = LabelField(page, 1024 + 28, 16);
+    fs.version = "1";
   }
+  return fs;
+}
+
+absl::StatusOr<std::optional<FsIdentity>> ProbeSquashfs(absl::string_view sb) {
+  // struct squashfs_super_block: s_magic "hsqs" (little-endian 4.x), s_major at 28, s_minor at 30.
+  if (sb.size() < 4 || sb.substr(0, 4) != "hsqs") return std::nullopt;
+  if (sb.size() < 96) return Malformed("squashfs", "cut short");
+  const uint32_t major = Le(sb, 28, 2);
+  if (major < 2 || major > 4) return Malformed("squashfs", absl::StrCat("version ", major));
+  FsIdentity fs;
+  fs.type = "squashfs";
+  fs.version = absl::StrCat(major, ".", Le(sb, 30, 2));
   return fs;
 }
 
@@ -148,6 +170,8 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystem(ProbeReader read) {
     if (head.size() < 512) return Malformed("xfs", "cut short");
     return ProbeXfs(head);
   }
+  HOTRING_ASSIGN_OR_RETURN(std::optional<FsIdentity> squashfs, ProbeSquashfs(head));
+  if (squashfs.has_value()) return squashfs;
   HOTRING_ASSIGN_OR_RETURN(std::optional<FsIdentity> swap, ProbeSwap(head));
   if (swap.has_value()) return swap;
   HOTRING_ASSIGN_OR_RETURN(std::optional<FsIdentity> vfat, ProbeVfat(head));

@@ -1,6 +1,7 @@
 // Filesystem identity (type, LABEL, UUID) from a block device's superblock, for
 // `settle --for LABEL=...|UUID=...` when no earlier stage set ID_FS_LABEL/ID_FS_UUID. Knows
-// ext2/3/4, vfat, btrfs, xfs and Linux swap; reads at most a few small blocks at fixed offsets.
+// ext2/3/4, vfat, btrfs, xfs, squashfs and Linux swap; reads at most a few small blocks at fixed
+// offsets. The udev compatibility stage turns an FsIdentity into ID_FS_* properties.
 // The format logic takes a reader callback (no fds), so tests feed it crafted images.
 #ifndef HOTRING_HOTPLUG_FS_PROBE_H_
 #define HOTRING_HOTPLUG_FS_PROBE_H_
@@ -21,6 +22,8 @@ struct FsIdentity {
   std::string type;   // "ext4", "vfat", "btrfs", "xfs", "swap", ...
   std::string label;  // as blkid prints it: trailing spaces/NULs removed
   std::string uuid;   // "0123abcd-...", or "ABCD-1234" for vfat
+  std::string version;      // as blkid's VERSION: "1.0" (ext), "FAT32", "1" (swap), "4.0"
+  uint32_t block_size = 0;  // as blkid's BLOCK_SIZE (ext, vfat, xfs); 0: not reported
 };
 
 // Reads up to `length` bytes at `offset`; fewer (or none) past the end of the device.

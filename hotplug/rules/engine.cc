@@ -366,6 +366,66 @@ EventPlan PlanEvent(const RuleSet& rules, const Device& device, const PlanOption
   return plan;
 }
 
+absl::StatusOr<bool> MakeLinkBeneath(const DevRoot& root, absl::string_view link,
+                                     absl::string_view target) {
+  if (!IsSafeRelativePath(link) || !IsSafeRelativePath(target)) {
+    return absl::FailedPreconditionError(absl::StrCat("link ", link, " -> ", target, ": unsafe path"));
+  }
+  std::string leaf;
+  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
+  if (!dir.ok()) {
+    if (IsRefusal(dir.status())) {
+      return absl::FailedPreconditionError(absl::StrCat("link ", link, ": refused (", dir.status().message(), ")"));
+    }
+    return dir.status();
+  }
+  const std::string relative = RelativeTarget(link, target);
+  if (symlinkat(relative.c_str(), dir->get(), leaf.c_str()) == 0) return true;
+  if (errno != EEXIST) return ErrnoStatus(absl::StrCat("symlink(", link, ")"));
+  struct stat st;
+  if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("link ", link, ": exists and is not a symlink"));
+  }
+  char old[PATH_MAX];
+  const ssize_t n = readlinkat(dir->get(), leaf.c_str(), old, sizeof(old));
+  if (n >= 0 && absl::string_view(old, static_cast<size_t>(n)) == relative) return false;
+  // Replace atomically: a reader sees the old link or the new one, never none.
+  // Per thread: two devices may claim the same name at once (the udev compatibility pool).
+  const std::string temp = absl::StrCat(".#", leaf, ".", gettid());
+  (void)unlinkat(dir->get(), temp.c_str(), 0);
+  if (symlinkat(relative.c_str(), dir->get(), temp.c_str()) != 0) {
+    return ErrnoStatus(absl::StrCat("symlink(", link, ")"));
+  }
+  if (renameat(dir->get(), temp.c_str(), dir->get(), leaf.c_str()) != 0) {
+    const absl::Status failed = ErrnoStatus(absl::StrCat("rename(", link, ")"));
+    (void)unlinkat(dir->get(), temp.c_str(), 0);
+    return failed;
+  }
+  return true;
+}
+
+absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view link,
+                                       absl::string_view target) {
+  if (!IsSafeRelativePath(link) || !IsSafeRelativePath(target)) {
+    return absl::FailedPreconditionError(absl::StrCat("link ", link, ": unsafe path"));
+  }
+  std::string leaf;
+  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/false, &leaf);
+  if (!dir.ok()) {
+    if (StatusErrno(dir.status()) == ENOENT) return false;
+    if (IsRefusal(dir.status())) {
+      return absl::FailedPreconditionError(absl::StrCat("link ", link, ": refused"));
+    }
+    return dir.status();
+  }
+  char old[PATH_MAX];
+  const ssize_t n = readlinkat(dir->get(), leaf.c_str(), old, sizeof(old));
+  if (n < 0) return false;  // gone, or not a symlink: not ours to remove
+  if (absl::string_view(old, static_cast<size_t>(n)) != RelativeTarget(link, target)) return false;
+  if (unlinkat(dir->get(), leaf.c_str(), 0) != 0) return ErrnoStatus(absl::StrCat("unlink(", link, ")"));
+  return true;
+}
+
 absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return ErrnoStatus(absl::StrCat("open(", path, ")"));

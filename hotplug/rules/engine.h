@@ -144,6 +144,18 @@ struct NodeReport {
 // links made for them. Never follows a symlink; never touches anything outside `root`.
 NodeReport ApplyNodes(const DevRoot& root, const EventPlan& plan);
 
+// For other stages' links (udev compatibility's by-* links), with the same path safety: `link`
+// and `target` are IsSafeRelativePath paths relative to `root`. Makes `link` as a relative
+// symlink to `target` (directories 0755 as needed), replacing an old symlink but nothing else.
+// Returns true when a link was made or changed, false when it was already right. A symlinked
+// or non-directory component on the way is a FailedPrecondition ("refused").
+absl::StatusOr<bool> MakeLinkBeneath(const DevRoot& root, absl::string_view link,
+                                     absl::string_view target);
+// Removes `link` when it is a symlink to `target` (another device may have taken the name
+// since). Returns true when it was removed.
+absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view link,
+                                       absl::string_view target);
+
 }  // namespace hotring::hotplug::rules
 
 #endif  // HOTRING_HOTPLUG_RULES_ENGINE_H_

@@ -1,0 +1,181 @@
+#include "hotplug/udevcompat/database.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/status.h"
+#include "hotplug/udevcompat/sysfs_view.h"
+
+namespace hotring::hotplug::udevcompat {
+namespace {
+
+bool ValidFileName(absl::string_view name) {
+  return !name.empty() && name.size() < 256 && name != "." && name != ".." &&
+         name.find('/') == absl::string_view::npos && name.find('\0') == absl::string_view::npos &&
+         name.find('\n') == absl::string_view::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DeviceId(const Event& event) {
+  std::string id;
+  uint32_t major = 0;
+  if (!event.major.empty() && absl::SimpleAtoi(event.major, &major) && major > 0) {
+    uint32_t minor = 0;
+    if (!absl::SimpleAtoi(event.minor, &minor)) {
+      return absl::InvalidArgumentError(absl::StrCat("MINOR '", event.minor, "'"));
+    }
+    id = absl::StrCat(event.subsystem == "block" ? "b" : "c", major, ":", minor);
+  } else if (std::optional<absl::string_view> ifindex = event.Get("IFINDEX");
+             ifindex.has_value() && *ifindex != "0") {
+    uint32_t n = 0;
+    if (!absl::SimpleAtoi(*ifindex, &n)) {
+      return absl::InvalidArgumentError(absl::StrCat("IFINDEX '", *ifindex, "'"));
+    }
+    id = absl::StrCat("n", n);
+  } else if (event.subsystem == "drivers") {
+    // /bus/<bus>/drivers/<driver>
+    std::vector<absl::string_view> parts = absl::StrSplit(event.devpath, '/');
+    if (parts.size() < 3) return absl::InvalidArgumentError("driver DEVPATH too short");
+    id = absl::StrCat("+drivers:", parts[parts.size() - 3], ":", parts.back());
+  } else {
+    if (event.subsystem.empty()) return absl::InvalidArgumentError("no SUBSYSTEM");
+    // The kernel's name: a '!' stays (it would be '/' in the sysname, not a file name).
+    const size_t slash = event.devpath.rfind('/');
+    id = absl::StrCat("+", event.subsystem, ":", absl::string_view(event.devpath).substr(slash + 1));
+  }
+  if (!ValidFileName(id) || absl::StrContains(absl::string_view(id).substr(1), "/")) {
+    return absl::InvalidArgumentError(absl::StrCat("device id '", id, "' is not a file name"));
+  }
+  return id;
+}
+
+std::string FormatDatabaseEntry(const DatabaseEntry& entry) {
+  std::string out;
+  for (const std::string& link : entry.links) absl::StrAppend(&out, "S:", link, "\n");
+  if (entry.usec_initialized > 0) absl::StrAppend(&out, "I:", entry.usec_initialized, "\n");
+  for (const auto& [key, value] : entry.properties) {
+    if (absl::StrContains(key, "\n") || absl::StrContains(value, "\n") || absl::StrContains(key, "=")) {
+      continue;
+    }
+    absl::StrAppend(&out, "E:", key, "=", value, "\n");
+  }
+  for (const std::string& tag : entry.tags) absl::StrAppend(&out, "G:", tag, "\n");
+  for (const std::string& tag : entry.tags) absl::StrAppend(&out, "Q:", tag, "\n");
+  absl::StrAppend(&out, "V:1\n");
+  return out;
+}
+
+DatabaseEntry ParseDatabaseEntry(absl::string_view text) {
+  DatabaseEntry entry;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.size() < 2 || line[1] != ':') continue;
+    const absl::string_view value = line.substr(2);
+    switch (line[0]) {
+      case 'S':
+        entry.links.emplace_back(value);
+        break;
+      case 'I':
+        if (!absl::SimpleAtoi(value, &entry.usec_initialized)) entry.usec_initialized = 0;
+        break;
+      case 'E': {
+        const size_t eq = value.find('=');
+        if (eq != absl::string_view::npos) {
+          entry.properties.emplace_back(std::string(value.substr(0, eq)), std::string(value.substr(eq + 1)));
+        }
+        break;
+      }
+      case 'G':
+        entry.tags.emplace_back(value);
+        break;
+      default:
+        break;
+    }
+  }
+  return entry;
+}
+
+absl::StatusOr<DatabaseDir> DatabaseDir::Open(const std::string& run_dir) {
+  if (::mkdir(run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("mkdir(", run_dir, ")"));
+  }
+  UniqueFd fd(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("open(", run_dir, ")"));
+  return DatabaseDir(std::move(fd), run_dir);
+}
+
+absl::StatusOr<UniqueFd> DatabaseDir::DataDir(bool create) const {
+  if (create && ::mkdirat(fd_.get(), "data", 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/data)"));
+  }
+  UniqueFd dir(::openat(fd_.get(), "data", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/data)"));
+  return dir;
+}
+
+absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content) const {
+  if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, DataDir(/*create=*/true));
+  // Unique per thread; events of one device never run at once, so per id too.
+  const std::string temp = absl::StrCat(".#", id, ".", ::gettid());
+  UniqueFd file(::openat(dir.get(), temp.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/data/", temp, ")"));
+  (void)::fchmod(file.get(), 0644);  // whatever the umask: libudev readers are not root
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const absl::Status failed = ErrnoStatus(absl::StrCat("write(", path_, "/data/", temp, ")"));
+      (void)::unlinkat(dir.get(), temp.c_str(), 0);
+      return failed;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string name(id);
+  if (::renameat(dir.get(), temp.c_str(), dir.get(), name.c_str()) != 0) {
+    const absl::Status failed = ErrnoStatus(absl::StrCat("rename(", path_, "/data/", name, ")"));
+    (void)::unlinkat(dir.get(), temp.c_str(), 0);
+    return failed;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DatabaseDir::Read(absl::string_view id) const {
+  if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, DataDir(/*create=*/false));
+  const std::string name(id);
+  UniqueFd file(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!file.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/data/", name, ")"));
+  std::string out;
+  char buf[4096];
+  while (out.size() < (1 << 20)) {
+    const ssize_t n = ::read(file.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(absl::StrCat("read(", path_, "/data/", name, ")"));
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+absl::Status DatabaseDir::Remove(absl::string_view id) const {
+  if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
+  absl::StatusOr<UniqueFd> dir = DataDir(/*create=*/false);
+  if (!dir.ok()) return absl::IsNotFound(dir.status()) ? absl::OkStatus() : dir.status();
+  const std::string name(id);
+  if (::unlinkat(dir->get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return ErrnoStatus(absl::StrCat("unlink(", path_, "/data/", name, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hotring::hotplug::udevcompat

@@ -1,0 +1,65 @@
+// The udev database libudev reads: /run/udev/data/<id>, one file per device with its links
+// (S:), initialization time (I:), properties (E:) and tags (G:, Q:). Formatting and parsing are
+// pure; DatabaseDir writes a file atomically (a temporary file renamed over the old one), so a
+// reader sees the old or the new entry, never half of one.
+#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
+#define HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/unique_fd.h"
+#include "hotplug/event.h"
+#include "hotplug/udevcompat/builtins.h"
+
+namespace hotring::hotplug::udevcompat {
+
+// What one database file says about a device. Owns its strings.
+struct DatabaseEntry {
+  std::vector<std::string> links;  // relative to /dev: "disk/by-uuid/1234-ABCD" (S:)
+  uint64_t usec_initialized = 0;   // CLOCK_MONOTONIC microseconds of the first handling (I:)
+  Properties properties;           // set by hotring, not the kernel's (E:)
+  std::vector<std::string> tags;   // G: and Q:
+};
+
+// libudev's device id, the database file's name: "b8:1" / "c13:64" for devices with a node,
+// "n3" for a network interface, "+drivers:usb:usbhid" for a driver, "+input:input5" otherwise.
+// InvalidArgument when the event's names cannot make a file name (a '/' in a subsystem, ...).
+[[nodiscard]] absl::StatusOr<std::string> DeviceId(const Event& event);
+
+// The file's text: S:, I:, E:, G:, Q: lines and "V:1", as sd-device writes them. Values with a
+// newline cannot be stored (a reader would split them): such properties are left out.
+[[nodiscard]] std::string FormatDatabaseEntry(const DatabaseEntry& entry);
+
+// Reads back what FormatDatabaseEntry wrote (unknown lines are skipped).
+[[nodiscard]] DatabaseEntry ParseDatabaseEntry(absl::string_view text);
+
+// The database directory (`--udev-run DIR`, default /run/udev): owns an fd of DIR; data/ is
+// made inside it on first use. Never follows a symlink below DIR.
+class DatabaseDir {
+ public:
+  static absl::StatusOr<DatabaseDir> Open(const std::string& run_dir);
+
+  // Replaces data/<id> atomically (mode 0644). Safe from several threads for different ids.
+  absl::Status Write(absl::string_view id, absl::string_view content) const;
+  // data/<id>, or NotFound.
+  [[nodiscard]] absl::StatusOr<std::string> Read(absl::string_view id) const;
+  // Removes data/<id>; OK when it was not there.
+  absl::Status Remove(absl::string_view id) const;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  DatabaseDir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  absl::StatusOr<UniqueFd> DataDir(bool create) const;
+  UniqueFd fd_;
+  std::string path_;
+};
+
+}  // namespace hotring::hotplug::udevcompat
+
+#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_

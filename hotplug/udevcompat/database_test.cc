@@ -1,0 +1,131 @@
+#include "hotplug/udevcompat/database.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hotring::hotplug::udevcompat {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+Event Make(std::string subsystem, std::string devpath, std::string major = "", std::string minor = "",
+           std::vector<std::pair<std::string, std::string>> env = {}) {
+  Event e;
+  e.action = "add";
+  e.subsystem = std::move(subsystem);
+  e.devpath = std::move(devpath);
+  e.major = std::move(major);
+  e.minor = std::move(minor);
+  e.env = std::move(env);
+  return e;
+}
+
+TEST(DeviceId, AsLibudevNamesThem) {
+  EXPECT_EQ(*DeviceId(Make("block", "/devices/x/block/vda/vda1", "254", "1")), "b254:1");
+  EXPECT_EQ(*DeviceId(Make("input", "/devices/x/input/input3/event3", "13", "67")), "c13:67");
+  EXPECT_EQ(*DeviceId(Make("net", "/devices/virtual/net/lo", "", "", {{"IFINDEX", "1"}})), "n1");
+  EXPECT_EQ(*DeviceId(Make("input", "/devices/platform/i8042/serio1/input/input3")), "+input:input3");
+  EXPECT_EQ(*DeviceId(Make("drivers", "/bus/usb/drivers/usbhid")), "+drivers:usb:usbhid");
+  // A major of 0 is no device node.
+  EXPECT_EQ(*DeviceId(Make("mem", "/devices/virtual/mem/x", "0", "0")), "+mem:x");
+}
+
+TEST(DeviceId, RefusesNamesThatAreNotFileNames) {
+  EXPECT_FALSE(DeviceId(Make("", "/devices/x")).ok());
+  EXPECT_FALSE(DeviceId(Make("a/b", "/devices/x")).ok());
+  EXPECT_FALSE(DeviceId(Make("input", "/devices/x", "13", "nope")).ok());
+  EXPECT_FALSE(DeviceId(Make("net", "/devices/virtual/net/x", "", "", {{"IFINDEX", "1/2"}})).ok());
+}
+
+TEST(DatabaseEntry, FormatsAsSdDeviceAndParsesBack) {
+  DatabaseEntry e;
+  e.links = {"disk/by-uuid/1234-ABCD", "disk/by-label/BOOT"};
+  e.usec_initialized = 1234567;
+  e.properties = {{"ID_FS_TYPE", "vfat"}, {"ID_FS_LABEL", "BOOT"}, {"BAD", "a\nE:INJECTED=1"}};
+  e.tags = {"seat"};
+  const std::string text = FormatDatabaseEntry(e);
+  EXPECT_EQ(text,
+            "S:disk/by-uuid/1234-ABCD\nS:disk/by-label/BOOT\nI:1234567\nE:ID_FS_TYPE=vfat\n"
+            "E:ID_FS_LABEL=BOOT\nG:seat\nQ:seat\nV:1\n");
+  const DatabaseEntry back = ParseDatabaseEntry(text);
+  EXPECT_EQ(back.links, e.links);
+  EXPECT_EQ(back.usec_initialized, 1234567u);
+  EXPECT_THAT(back.properties, ElementsAre(Pair("ID_FS_TYPE", "vfat"), Pair("ID_FS_LABEL", "BOOT")));
+  EXPECT_THAT(back.tags, ElementsAre("seat"));
+}
+
+std::string TempDir(const char* name) {
+  const char* t = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(t != nullptr ? t : "/tmp", "/", name);
+  std::system(absl::StrCat("rm -rf ", dir).c_str());
+  return dir;
+}
+
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.' || (std::string(e->d_name) != "." && std::string(e->d_name) != "..")) {
+      out.emplace_back(e->d_name);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+TEST(DatabaseDir, WritesAtomicallyReadsAndRemoves) {
+  const std::string run = TempDir("run_udev");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(db->Write("b254:1", "E:A=1\nV:1\n").ok());
+  ASSERT_TRUE(db->Write("b254:1", "E:A=2\nV:1\n").ok());
+  std::ifstream in(run + "/data/b254:1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "E:A=2\nV:1\n");
+  struct stat st;
+  ASSERT_EQ(stat((run + "/data/b254:1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  EXPECT_THAT(List(run + "/data"), ElementsAre("b254:1"));  // no temporary file left behind
+  EXPECT_EQ(*db->Read("b254:1"), "E:A=2\nV:1\n");
+  ASSERT_TRUE(db->Remove("b254:1").ok());
+  EXPECT_TRUE(List(run + "/data").empty());
+  EXPECT_TRUE(db->Remove("b254:1").ok());  // already gone: fine
+  EXPECT_TRUE(absl::IsNotFound(db->Read("b254:1").status()));
+}
+
+TEST(DatabaseDir, RefusesIdsThatLeaveTheDirectory) {
+  const std::string run = TempDir("run_udev2");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  EXPECT_FALSE(db->Write("../escape", "x").ok());
+  EXPECT_FALSE(db->Write("..", "x").ok());
+  EXPECT_FALSE(db->Remove("a/b").ok());
+  EXPECT_NE(access((run + "/escape").c_str(), F_OK), 0);
+}
+
+TEST(DatabaseDir, DoesNotFollowASymlinkedDataDirectory) {
+  const std::string run = TempDir("run_udev3");
+  const std::string elsewhere = TempDir("elsewhere");
+  ASSERT_EQ(mkdir(run.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0755), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), (run + "/data").c_str()), 0);
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  EXPECT_FALSE(db->Write("b8:0", "x").ok());
+  EXPECT_TRUE(List(elsewhere).empty());
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::udevcompat

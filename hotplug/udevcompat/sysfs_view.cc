@@ -1,0 +1,150 @@
+#include "hotplug/udevcompat/sysfs_view.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/unique_fd.h"
+
+namespace hotring::hotplug::udevcompat {
+namespace {
+
+constexpr size_t kMaxAttribute = 65536;
+
+// A devpath or attribute name must not climb out of the tree: sysfs names never hold "..".
+bool SafeComponentPath(absl::string_view path) {
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
+                                                   absl::string_view name) const {
+  if (!SafeComponentPath(devpath) || !SafeComponentPath(name)) return std::nullopt;
+  const std::string path = absl::StrCat(root_, devpath, "/", name);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) return std::nullopt;
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  std::string out(4096, '\0');
+  size_t got = 0;
+  while (got < kMaxAttribute) {
+    if (got == out.size()) out.resize(std::min(out.size() * 2, kMaxAttribute));
+    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::optional<std::string> DirSysfsView::LinkName(absl::string_view devpath,
+                                                  absl::string_view name) const {
+  if (!SafeComponentPath(devpath) || !SafeComponentPath(name)) return std::nullopt;
+  const std::string path = absl::StrCat(root_, devpath, "/", name);
+  char target[PATH_MAX];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof(target));
+  if (n <= 0) return std::nullopt;
+  absl::string_view t(target, static_cast<size_t>(n));
+  const size_t slash = t.rfind('/');
+  if (slash != absl::string_view::npos) t.remove_prefix(slash + 1);
+  if (t.empty()) return std::nullopt;
+  return std::string(t);
+}
+
+bool DirSysfsView::IsDevice(absl::string_view devpath) const {
+  if (!SafeComponentPath(devpath)) return false;
+  const std::string path = absl::StrCat(root_, devpath, "/uevent");
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<std::string> DirSysfsView::List(absl::string_view path) const {
+  std::vector<std::string> out;
+  if (!SafeComponentPath(path)) return out;
+  const std::string dir = absl::StrCat(root_, path);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string SubsystemOf(const SysfsView& view, absl::string_view devpath) {
+  return view.LinkName(devpath, "subsystem").value_or("");
+}
+
+std::optional<std::string> UeventValue(const SysfsView& view, absl::string_view devpath,
+                                       absl::string_view key) {
+  const std::optional<std::string> uevent = view.Attribute(devpath, "uevent");
+  if (!uevent.has_value()) return std::nullopt;
+  for (absl::string_view line : absl::StrSplit(*uevent, '\n')) {
+    if (absl::ConsumePrefix(&line, key) && absl::ConsumePrefix(&line, "=")) {
+      return std::string(line);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string DevTypeOf(const SysfsView& view, absl::string_view devpath) {
+  return UeventValue(view, devpath, "DEVTYPE").value_or("");
+}
+
+std::optional<std::string> ParentOf(const SysfsView& view, absl::string_view devpath) {
+  absl::string_view p = devpath;
+  while (true) {
+    const size_t slash = p.rfind('/');
+    if (slash == absl::string_view::npos || slash == 0) return std::nullopt;
+    p = p.substr(0, slash);
+    if (p == "/devices") return std::nullopt;
+    if (view.IsDevice(p)) return std::string(p);
+  }
+}
+
+std::optional<std::string> ParentWith(const SysfsView& view, absl::string_view devpath,
+                                      absl::string_view subsystem, absl::string_view devtype) {
+  std::optional<std::string> p = ParentOf(view, devpath);
+  while (p.has_value()) {
+    if (SubsystemOf(view, *p) == subsystem &&
+        (devtype.empty() || DevTypeOf(view, *p) == devtype)) {
+      return p;
+    }
+    p = ParentOf(view, *p);
+  }
+  return std::nullopt;
+}
+
+std::string SysnameOf(absl::string_view devpath) {
+  const size_t slash = devpath.rfind('/');
+  std::string name(slash == absl::string_view::npos ? devpath : devpath.substr(slash + 1));
+  for (char& c : name) {
+    if (c == '!') c = '/';
+  }
+  return name;
+}
+
+std::string SysnumOf(absl::string_view devpath) {
+  const std::string name = SysnameOf(devpath);
+  size_t i = name.size();
+  while (i > 0 && absl::ascii_isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  return name.substr(i);
+}
+
+}  // namespace hotring::hotplug::udevcompat

@@ -1,0 +1,73 @@
+// SysfsView: the read-only questions udev's builtins ask of sysfs (an attribute's content, a
+// device's subsystem, whether a directory is a device), behind an interface so that the property
+// logic (input_id, path_id, usb_id) is pure and tests run it on recorded trees.
+#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_
+#define HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace hotring::hotplug::udevcompat {
+
+// Devpaths are as in uevents: "/devices/pci0000:00/...", relative to the sysfs root.
+class SysfsView {
+ public:
+  virtual ~SysfsView() = default;
+  // The attribute file `name` (may contain '/', e.g. "capabilities/ev") of `devpath`, with
+  // trailing newlines removed; nullopt when missing or unreadable. Bounded (64 KiB).
+  [[nodiscard]] virtual std::optional<std::string> Attribute(absl::string_view devpath,
+                                                             absl::string_view name) const = 0;
+  // The last component of the target of `devpath`/`name` when that is a symlink ("subsystem",
+  // "driver"); nullopt otherwise.
+  [[nodiscard]] virtual std::optional<std::string> LinkName(absl::string_view devpath,
+                                                            absl::string_view name) const = 0;
+  // True when `devpath` is a device directory (it has a uevent file).
+  [[nodiscard]] virtual bool IsDevice(absl::string_view devpath) const = 0;
+  // The names in directory `path` (relative to the sysfs root), unsorted; empty when none.
+  [[nodiscard]] virtual std::vector<std::string> List(absl::string_view path) const = 0;
+};
+
+// A view of a directory tree laid out like /sys (the real one, or testing/fake_sysfs). Owns
+// only its root path; every call opens, reads and closes.
+class DirSysfsView final : public SysfsView {
+ public:
+  explicit DirSysfsView(std::string root) : root_(std::move(root)) {}
+  [[nodiscard]] std::optional<std::string> Attribute(absl::string_view devpath,
+                                                     absl::string_view name) const override;
+  [[nodiscard]] std::optional<std::string> LinkName(absl::string_view devpath,
+                                                    absl::string_view name) const override;
+  [[nodiscard]] bool IsDevice(absl::string_view devpath) const override;
+  [[nodiscard]] std::vector<std::string> List(absl::string_view path) const override;
+
+ private:
+  std::string root_;
+};
+
+// What udev's sd_device answers for a devpath, derived from a view. Pure helpers.
+// The device's subsystem ("" when none).
+[[nodiscard]] std::string SubsystemOf(const SysfsView& view, absl::string_view devpath);
+// DEVTYPE from the device's uevent file ("" when none).
+[[nodiscard]] std::string DevTypeOf(const SysfsView& view, absl::string_view devpath);
+// A KEY's value in the device's uevent file.
+[[nodiscard]] std::optional<std::string> UeventValue(const SysfsView& view,
+                                                     absl::string_view devpath,
+                                                     absl::string_view key);
+// The nearest ancestor directory that is a device; nullopt at the top of /devices.
+[[nodiscard]] std::optional<std::string> ParentOf(const SysfsView& view, absl::string_view devpath);
+// The nearest ancestor (not `devpath` itself) in `subsystem` and, when `devtype` is not empty,
+// of that DEVTYPE.
+[[nodiscard]] std::optional<std::string> ParentWith(const SysfsView& view,
+                                                    absl::string_view devpath,
+                                                    absl::string_view subsystem,
+                                                    absl::string_view devtype = "");
+// The last component of a devpath ('!' becomes '/', as the kernel encodes it).
+[[nodiscard]] std::string SysnameOf(absl::string_view devpath);
+// The trailing decimal digits of the sysname ("" when none).
+[[nodiscard]] std::string SysnumOf(absl::string_view devpath);
+
+}  // namespace hotring::hotplug::udevcompat
+
+#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_

@@ -1,0 +1,419 @@
+#include "hotplug/udevcompat/udevcompat_handler.h"
+
+#include <fcntl.h>
+#include <algorithm>
+#include <time.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/fs_probe.h"
+#include "hotplug/rules/engine.h"
+#include "hotplug/udevcompat/blkid.h"
+#include "hotplug/udevcompat/database.h"
+#include "hotplug/udevcompat/links.h"
+#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udevcompat/partition_table.h"
+#include "io/netlink.h"
+
+namespace hotring::hotplug::udevcompat {
+namespace {
+
+bool HasAncestorIn(const SysfsView& view, absl::string_view devpath, absl::string_view subsystem) {
+  std::optional<std::string> d(devpath);
+  while (d.has_value()) {
+    if (SubsystemOf(view, *d) == subsystem) return true;
+    d = ParentOf(view, *d);
+  }
+  return false;
+}
+
+void Merge(Properties& into, const Properties& from) {
+  for (const auto& [k, v] : from) SetProperty(into, k, v);
+}
+
+// A bounded pread reader over one block device (or image file).
+class DeviceReader {
+ public:
+  explicit DeviceReader(const std::string& path)
+      : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) {}
+  [[nodiscard]] bool ok() const { return fd_.valid(); }
+  absl::StatusOr<std::string> operator()(uint64_t offset, size_t length) const {
+    if (length > kMaxGptEntryBytes || offset > (uint64_t{1} << 50)) {
+      return absl::InvalidArgumentError("probe read out of bounds");
+    }
+    std::string buffer(length, '\0');
+    size_t got = 0;
+    while (got < length) {
+      const ssize_t n = ::pread(fd_.get(), buffer.data() + got, length - got,
+                                static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoStatus(absl::StrCat("pread(", path_, ")"));
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    buffer.resize(got);
+    return buffer;
+  }
+
+ private:
+  std::string path_;
+  UniqueFd fd_;
+};
+
+uint32_t LogicalBlockSize(const SysfsView& view, absl::string_view disk) {
+  uint32_t size = 512;
+  if (std::optional<std::string> s = view.Attribute(disk, "queue/logical_block_size"); s.has_value()) {
+    if (!absl::SimpleAtoi(*s, &size) || size < 512 || size > 4096) size = 512;
+  }
+  return size;
+}
+
+void ProbeBlock(const SysfsView& view, const Event& event, const std::string& dev_root,
+                Properties& props, std::string* probe_error) {
+  const std::string kernel = event.devpath.substr(event.devpath.rfind('/') + 1);
+  if (absl::StartsWith(kernel, "sr") || (absl::StartsWith(kernel, "mmcblk") && absl::StrContains(kernel, "boot"))) {
+    return;  // udev does not run blkid on optical drives or eMMC boot partitions
+  }
+  if (event.devname.empty() || !rules::IsSafeRelativePath(event.devname)) return;
+  auto note = [&](const absl::Status& s) {
+    if (probe_error != nullptr && probe_error->empty()) *probe_error = std::string(s.message());
+  };
+  const std::string devtype(event.Get("DEVTYPE").value_or(""));
+  DeviceReader reader(absl::StrCat(dev_root, "/", event.devname));
+  if (!reader.ok()) {
+    note(ErrnoStatus(absl::StrCat("open(", dev_root, "/", event.devname, ")")));
+    return;
+  }
+  auto read = [&](uint64_t o, size_t l) { return reader(o, l); };
+  if (devtype == "disk") {
+    absl::StatusOr<std::optional<PartitionTable>> table =
+        ProbePartitionTable(read, LogicalBlockSize(view, event.devpath));
+    if (!table.ok()) {
+      note(table.status());
+    } else if (table->has_value()) {
+      Merge(props, PartitionTableProperties(**table));
+    }
+  } else if (devtype == "partition") {
+    const std::optional<std::string> disk = ParentOf(view, event.devpath);
+    const std::optional<std::string> disk_name =
+        disk.has_value() ? UeventValue(view, *disk, "DEVNAME") : std::nullopt;
+    int number = 0;
+    const std::string partn(event.Get("PARTN").value_or(""));
+    if (!absl::SimpleAtoi(partn, &number)) {
+      (void)absl::SimpleAtoi(view.Attribute(event.devpath, "partition").value_or(""), &number);
+    }
+    if (disk_name.has_value() && rules::IsSafeRelativePath(*disk_name) && number > 0) {
+      DeviceReader disk_reader(absl::StrCat(dev_root, "/", *disk_name));
+      auto disk_read = [&](uint64_t o, size_t l) { return disk_reader(o, l); };
+      absl::StatusOr<std::optional<PartitionTable>> table =
+          disk_reader.ok() ? ProbePartitionTable(disk_read, LogicalBlockSize(view, *disk))
+                           : absl::StatusOr<std::optional<PartitionTable>>(std::nullopt);
+      if (!table.ok()) {
+        note(table.status());
+      } else if (table->has_value()) {
+        const std::string devnum = absl::StrCat(UeventValue(view, *disk, "MAJOR").value_or(""), ":",
+                                                UeventValue(view, *disk, "MINOR").value_or(""));
+        for (const PartitionEntry& entry : (*table)->entries) {
+          if (entry.number == number) Merge(props, PartitionEntryProperties(**table, entry, devnum));
+        }
+      }
+    }
+  }
+  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystem(read);
+  if (!fs.ok()) {
+    note(fs.status());
+  } else if (fs->has_value()) {
+    Merge(props, FsProperties(**fs));
+  }
+}
+
+uint64_t MonotonicUsec() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+}  // namespace
+
+Properties ComputeProperties(const SysfsView& view, const Event& event, const std::string& dev_root,
+                             const Properties& parent_disk, std::string* probe_error) {
+  Properties props;
+  const std::string kernel = event.devpath.substr(event.devpath.rfind('/') + 1);
+  if (event.subsystem == "input") {
+    props = InputId(view, event.devpath);
+    // 60-persistent-input.rules: the bus, then usb_id and path_id.
+    std::string bustype;
+    for (std::optional<std::string> d(event.devpath); d.has_value(); d = ParentOf(view, *d)) {
+      if (std::optional<std::string> b = view.Attribute(*d, "id/bustype"); b.has_value()) {
+        bustype = *b;
+        break;
+      }
+    }
+    if (HasAncestorIn(view, event.devpath, "bluetooth") || bustype == "0005") {
+      SetProperty(props, "ID_BUS", "bluetooth");
+      return props;
+    }
+    if (HasAncestorIn(view, event.devpath, "rmi4")) SetProperty(props, "ID_BUS", "rmi");
+    if (HasAncestorIn(view, event.devpath, "serio")) SetProperty(props, "ID_BUS", "i8042");
+    if (PropertyValue(props, "ID_BUS").empty()) Merge(props, UsbId(view, event.devpath));
+    const std::string cls = InputClass(props, ReadLinkFacts(view, event.devpath));
+    if (!cls.empty() && PropertyValue(props, "ID_SERIAL").empty()) SetProperty(props, "ID_SERIAL", "noserial");
+    for (absl::string_view s : {"pci", "usb", "platform", "acpi"}) {
+      if (HasAncestorIn(view, event.devpath, s)) {
+        Merge(props, PathId(view, event.devpath));
+        break;
+      }
+    }
+  } else if (event.subsystem == "block") {
+    const std::string devtype(event.Get("DEVTYPE").value_or(""));
+    if (devtype == "partition") {
+      // IMPORT{parent}="ID_*": the disk's identity first, the partition's own on top.
+      for (const auto& [k, v] : parent_disk) {
+        if (absl::StartsWith(k, "ID_")) SetProperty(props, k, v);
+      }
+    }
+    if (devtype == "disk" && (absl::StartsWith(kernel, "sd") || absl::StartsWith(kernel, "sr")) &&
+        PropertyValue(props, "ID_SERIAL").empty() && HasAncestorIn(view, event.devpath, "usb")) {
+      Merge(props, UsbId(view, event.devpath));
+    }
+    // KERNEL=="vd*[!0-9]", ATTRS{serial}=="?*", ENV{ID_SERIAL}="$attr{serial}"
+    if (absl::StartsWith(kernel, "vd") && devtype == "disk") {
+      if (std::optional<std::string> serial = view.Attribute(event.devpath, "serial");
+          serial.has_value() && !serial->empty()) {
+        SetProperty(props, "ID_SERIAL", *serial);
+      }
+    }
+    if (!absl::StrContains(event.devpath, "/virtual/") && PropertyValue(props, "ID_PATH").empty()) {
+      Merge(props, PathId(view, event.devpath));
+    }
+    ProbeBlock(view, event, dev_root, props, probe_error);
+  } else if (event.subsystem == "usb" && event.Get("DEVTYPE") == "usb_device") {
+    props = UsbId(view, event.devpath);
+  }
+  return props;
+}
+
+struct UdevCompatHandler::Shared {
+  Options options;
+  DatabaseDir db;
+  rules::DevRoot dev_root;
+};
+
+namespace {
+
+// Everything but the send, on a pool thread.
+UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
+                                   const rules::DevRoot& dev_root, const Event& event) {
+  UdevCompatHandler::Outcome out;
+  absl::StatusOr<std::string> id = DeviceId(event);
+  if (!id.ok()) {
+    ++out.failures;
+    out.errors.push_back(absl::StrCat("no database entry: ", id.status().message()));
+    out.skipped = "no device id";
+    return out;
+  }
+  const DirSysfsView view(options.sysfs_root);
+  DatabaseEntry old;
+  bool had_old = false;
+  if (absl::StatusOr<std::string> text = db.Read(*id); text.ok()) {
+    old = ParseDatabaseEntry(*text);
+    had_old = true;
+  }
+  DatabaseEntry entry;
+  const bool remove = event.action == "remove";
+  if (remove) {
+    entry = old;
+  } else {
+    Properties parent_disk;
+    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition") {
+      if (std::optional<std::string> disk = ParentOf(view, event.devpath); disk.has_value()) {
+        Event disk_event;
+        disk_event.subsystem = "block";
+        disk_event.devpath = *disk;
+        disk_event.major = UeventValue(view, *disk, "MAJOR").value_or("");
+        disk_event.minor = UeventValue(view, *disk, "MINOR").value_or("");
+        if (absl::StatusOr<std::string> disk_id = DeviceId(disk_event); disk_id.ok()) {
+          if (absl::StatusOr<std::string> text = db.Read(*disk_id); text.ok()) {
+            parent_disk = ParseDatabaseEntry(*text).properties;
+          }
+        }
+      }
+    }
+    std::string probe_error;
+    entry.properties = ComputeProperties(view, event, dev_root.path(), parent_disk, &probe_error);
+    if (!probe_error.empty()) {
+      ++out.probe_errors;
+      out.errors.push_back(absl::StrCat("probe: ", probe_error));
+    }
+    std::vector<std::string> refused;
+    entry.links = PersistentLinks(event, entry.properties, ReadLinkFacts(view, event.devpath), &refused);
+    for (const std::string& r : refused) {
+      ++out.links_refused;
+      out.errors.push_back(absl::StrCat("link refused: ", r));
+    }
+    entry.usec_initialized = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
+  }
+  // Links: the ones this device no longer has (all of them on remove), then the new ones.
+  const bool node_ok = rules::IsSafeRelativePath(event.devname);
+  for (const std::string& link : old.links) {
+    if (!remove && std::find(entry.links.begin(), entry.links.end(), link) != entry.links.end()) continue;
+    if (!node_ok) break;
+    absl::StatusOr<bool> removed = rules::RemoveLinkBeneath(dev_root, link, event.devname);
+    if (!removed.ok()) {
+      ++out.failures;
+      out.errors.push_back(std::string(removed.status().message()));
+    } else if (*removed) {
+      ++out.links_removed;
+    }
+  }
+  if (!remove && node_ok) {
+    std::vector<std::string> made;
+    for (const std::string& link : entry.links) {
+      absl::StatusOr<bool> ok = rules::MakeLinkBeneath(dev_root, link, event.devname);
+      if (!ok.ok()) {
+        if (absl::IsFailedPrecondition(ok.status())) {
+          ++out.links_refused;
+        } else {
+          ++out.failures;
+        }
+        out.errors.push_back(std::string(ok.status().message()));
+        continue;
+      }
+      if (*ok) ++out.links_made;
+      made.push_back(link);
+    }
+    entry.links = std::move(made);  // the database lists the links that exist
+  } else if (!remove) {
+    entry.links.clear();
+  }
+  // The database, before the announcement: a monitor client may look the device up at once.
+  const bool has_devnum = !event.major.empty() && event.major != "0";
+  const bool has_ifindex = event.Get("IFINDEX").has_value();
+  if (remove || (entry.properties.empty() && entry.links.empty() && !has_devnum && !has_ifindex)) {
+    if (absl::Status s = db.Remove(*id); !s.ok()) {
+      ++out.failures;
+      out.errors.push_back(std::string(s.message()));
+    } else if (had_old) {
+      ++out.db_removed;
+    }
+  } else if (absl::Status s = db.Write(*id, FormatDatabaseEntry(entry)); !s.ok()) {
+    ++out.failures;
+    out.errors.push_back(std::string(s.message()));
+  } else {
+    ++out.db_written;
+  }
+  // The announcement: the kernel's variables in their order, then what udev adds.
+  MonitorMessage message;
+  message.subsystem = event.subsystem;
+  message.devtype = std::string(event.Get("DEVTYPE").value_or(""));
+  message.tags = entry.tags;
+  message.properties = event.env;
+  for (const auto& [k, v] : entry.properties) {
+    bool replaced = false;
+    for (auto& [mk, mv] : message.properties) {
+      if (mk == k) {
+        mv = v;
+        replaced = true;
+      }
+    }
+    if (!replaced) message.properties.emplace_back(k, v);
+  }
+  if (!entry.links.empty()) {
+    std::vector<std::string> full;
+    for (const std::string& link : entry.links) full.push_back(absl::StrCat("/dev/", link));
+    message.properties.emplace_back("DEVLINKS", absl::StrJoin(full, " "));
+  }
+  if (entry.usec_initialized > 0) {
+    message.properties.emplace_back("USEC_INITIALIZED", absl::StrCat(entry.usec_initialized));
+  }
+  if (!options.monitor) return out;
+  absl::StatusOr<std::string> datagram = EncodeMonitorMessage(message);
+  if (!datagram.ok()) {
+    out.skipped = std::string(datagram.status().message());
+  } else {
+    out.datagram = std::move(*datagram);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Options options) {
+  HOTRING_ASSIGN_OR_RETURN(DatabaseDir db, DatabaseDir::Open(options.run_dir));
+  HOTRING_ASSIGN_OR_RETURN(rules::DevRoot dev_root, rules::DevRoot::Open(options.dev_root));
+  UniqueFd sender;
+  if (options.monitor) {
+    HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
+  }
+  auto shared = std::make_shared<Shared>(Shared{options, std::move(db), std::move(dev_root)});
+  return std::unique_ptr<UdevCompatHandler>(
+      new UdevCompatHandler(std::move(options), std::move(shared), std::move(sender)));
+}
+
+UdevCompatHandler::UdevCompatHandler(Options options, std::shared_ptr<Shared> shared, UniqueFd sender)
+    : options_(std::move(options)),
+      shared_(std::move(shared)),
+      sender_(std::move(sender)),
+      pool_(std::make_unique<io::BlockingPool>(io::BlockingPool::Options{
+          .max_threads = std::max<size_t>(options_.threads, 1), .name = "hotring-udev"})) {}
+
+UdevCompatHandler::~UdevCompatHandler() { pool_->Shutdown(); }
+
+Task<HandlerResult> UdevCompatHandler::Handle(io::Reactor& reactor, const Event& event) {
+  ++counters_.events;
+  // The job owns copies: it may outlive this task when the task is dropped.
+  auto job = [shared = shared_, event_copy = event]() -> absl::StatusOr<Outcome> {
+    return Process(shared->options, shared->db, shared->dev_root, event_copy);
+  };
+  Task<absl::StatusOr<Outcome>> run = pool_->Run(reactor, std::move(job));
+  absl::StatusOr<Outcome> outcome = co_await std::move(run);
+  if (!outcome.ok()) {
+    ++counters_.errors;
+    LogWarning("udevcompat: %s: %s", EventLabel(event), outcome.status().ToString());
+    co_return HandlerResult{.outcome = HandlerOutcome::kHandled};
+  }
+  counters_.db_written += outcome->db_written;
+  counters_.db_removed += outcome->db_removed;
+  counters_.links_made += outcome->links_made;
+  counters_.links_removed += outcome->links_removed;
+  counters_.links_refused += outcome->links_refused;
+  counters_.probe_errors += outcome->probe_errors;
+  counters_.errors += outcome->failures;
+  for (const std::string& error : outcome->errors) {
+    LogWarning("udevcompat: %s: %s", EventLabel(event), error);
+  }
+  if (!outcome->datagram.empty() && sender_.valid()) {
+    // Multicast never blocks: a listener with a full buffer loses this message (and sees ENOBUFS).
+    if (absl::Status sent = io::SendToGroup(sender_.get(), kUdevMonitorGroup, outcome->datagram);
+        sent.ok()) {
+      ++counters_.monitor_sent;
+    } else {
+      ++counters_.errors;
+      LogWarning("udevcompat: %s: monitor: %s", EventLabel(event), sent.ToString());
+    }
+  } else if (options_.monitor) {
+    ++counters_.monitor_skipped;
+    LogInfo("udevcompat: %s: not announced: %s", EventLabel(event), outcome->skipped);
+  }
+  co_return HandlerResult{.outcome = HandlerOutcome::kHandled};
+}
+
+void UdevCompatHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  out.emplace_back("udevcompat_events", counters_.events);
+  out.emplace_back("udevcompat_db_written", counters_.db_written);
+  out.emplace_back("udevcompat_db_removed", counters_.db_removed);
+  out.emplace_back("udevcompat_links_made", counters_.links_made);
+  out.emplace_back("udevcompat_links_removed", counters_.links_removed);
+  out.emplace_back("udevcompat_links_refused", counters_.links_refused);
+  out.emplace_back("udevcompat_probe_errors", counters_.probe_errors);
+  out.emplace_back("udevcompat_monitor_sent", counters_.monitor_sent);
+  out.emplace_back("udevcompat_monitor_skipped", counters_.monitor_skipped);
+  out.emplace_back("udevcompat_errors", counters_.errors);
+}
+
+}  // namespace hotring::hotplug::udevcompat

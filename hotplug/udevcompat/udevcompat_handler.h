@@ -1,0 +1,89 @@
+// UdevCompatHandler: the daemon's udev compatibility link (modules -> rules -> udevcompat ->
+// exec), on with --udev-compat. For each event it computes udev's properties (input_id, path_id,
+// usb_id, blkid), makes or removes the by-* links beneath the dev root, writes or removes the
+// device's /run/udev/data entry, and then announces the event on netlink group 2 in libudev's
+// format. Sysfs reads, device probes and file writes run on a small blocking pool; the reactor
+// only sends the datagram. Owns the database directory, the dev root, the sender socket, the pool.
+#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
+#define HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/task.h"
+#include "core/unique_fd.h"
+#include "hotplug/event.h"
+#include "hotplug/handler.h"
+#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udevcompat/sysfs_view.h"
+#include "io/blocking_pool.h"
+#include "io/reactor.h"
+
+namespace hotring::hotplug::udevcompat {
+
+// The properties hotring computes for an event (what udev's rules would import), reading sysfs
+// through `view` and block devices beneath `dev_root` (bounded reads). Probe failures of a
+// malformed superblock or table are returned in `probe_error` (the event still gets the rest).
+[[nodiscard]] Properties ComputeProperties(const SysfsView& view, const Event& event,
+                                           const std::string& dev_root,
+                                           const Properties& parent_disk,
+                                           std::string* probe_error);
+
+class UdevCompatHandler final : public Handler {
+ public:
+  struct Options {
+    std::string run_dir = "/run/udev";  // --udev-run DIR: the database is DIR/data
+    std::string dev_root = "/dev";      // links are made here; DEVNAME nodes are probed here
+    std::string sysfs_root = "/sys";
+    bool monitor = true;                // announce on netlink group 2 (off in some tests)
+    size_t threads = 2;
+  };
+  static absl::StatusOr<std::unique_ptr<UdevCompatHandler>> Create(Options options);
+  ~UdevCompatHandler() override;
+
+  Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
+  [[nodiscard]] std::string Name() const override { return "udevcompat"; }
+  void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
+
+  // What the handler did with one event (a pool job's result).
+  struct Outcome {
+    std::string datagram;  // the libudev message; empty: nothing to announce
+    std::string skipped;   // why no message ("no SEQNUM", ...)
+    uint64_t db_written = 0, db_removed = 0;
+    uint64_t links_made = 0, links_removed = 0, links_refused = 0;
+    uint64_t probe_errors = 0;
+    uint64_t failures = 0;            // errors that are neither probe errors nor refusals
+    std::vector<std::string> errors;  // one line each, for the log
+  };
+
+ private:
+  struct Shared;
+  UdevCompatHandler(Options options, std::shared_ptr<Shared> shared, UniqueFd sender);
+
+  struct Counters {
+    uint64_t events = 0;
+    uint64_t db_written = 0;
+    uint64_t db_removed = 0;
+    uint64_t links_made = 0;
+    uint64_t links_removed = 0;
+    uint64_t links_refused = 0;
+    uint64_t probe_errors = 0;
+    uint64_t monitor_sent = 0;
+    uint64_t monitor_skipped = 0;
+    uint64_t errors = 0;
+  };
+
+  Options options_;
+  std::shared_ptr<Shared> shared_;  // shared with pool jobs, which may outlive a dropped task
+  UniqueFd sender_;
+  std::unique_ptr<io::BlockingPool> pool_;
+  Counters counters_;
+};
+
+}  // namespace hotring::hotplug::udevcompat
+
+#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
