@@ -33,8 +33,8 @@ namespace modules = hotplug::modules;
 
 constexpr absl::string_view kMagic = "\xb0\x07\xf4\x57";
 // Lines and queries per input: enough for any structure, few enough to stay fast.
-constexpr size_t kMaxEntries = 256;
-constexpr size_t kMaxQueries = 64;
+constexpr size_t kMaxEntries = 64;
+constexpr size_t kMaxQueries = 24;
 
 // Queries a real daemon asks (modaliases, module names, symbols), for the image mode.
 constexpr absl::string_view kRealQueries[] = {

@@ -104,9 +104,16 @@ void CheckEvent(const rules::RuleSet& set, const hotplug::Event& event) {
     visited.push_back(&rule);
   });
   Require(!visited.empty(), "every device gets at least the default rule");
+  // Position in the file; the default comes after every rule.
+  const auto position = [&](const rules::Rule* rule) -> size_t {
+    if (rule == &rules::RuleSet::DefaultRule()) return set.rules().size();
+    const size_t at = static_cast<size_t>(rule - set.rules().data());
+    Require(at < set.rules().size(), "Match passes the set's own rules or the default");
+    return at;
+  };
   for (size_t i = 0; i + 1 < visited.size(); ++i) {
     Require(visited[i]->keep_matching, "only '-' rules let the search go on");
-    Require(visited[i] < visited[i + 1] && visited[i] != &rules::RuleSet::DefaultRule(),
+    Require(position(visited[i]) < position(visited[i + 1]),
             "rules are visited once, in file order, the default last");
   }
   Require(!visited.back()->keep_matching || visited.back() == &rules::RuleSet::DefaultRule(),
