@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace hotring::hotplug::rules {
@@ -89,6 +90,29 @@ TEST(RegexTest, CompileErrorsSayWhy) {
   absl::StatusOr<Regex> bad = Regex::Compile("sd[a");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().substr(0, 15), "bad regex 'sd[a");
+}
+
+// Found by mdev_conf_fuzz: a device regex with stacked repetitions kept glibc's regcomp busy
+// for over ten seconds (each further '+' doubles its time), and "a{1,32767}" for longer: a
+// configuration line could stall the daemon's only thread at start-up and on every reload.
+// Such patterns are refused before regcomp, with the reason.
+TEST(RegexTest, RepetitionsThatBlowUpRegcompAreRefusedQuickly) {
+  const std::string stacked =
+      "p\xff\xff\xff\xff\xff\xff+++++++++++++++++++++++++++++++++++++++++++\xff\x06tmx";
+  for (const std::string& pattern :
+       {stacked, std::string("a{1,32767}"), std::string("(a{1,100}){1,100}"),
+        std::string("((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+"), std::string("x*************")}) {
+    absl::StatusOr<Regex> regex = Regex::Compile(pattern);
+    ASSERT_FALSE(regex.ok()) << pattern;
+    EXPECT_THAT(std::string(regex.status().message()),
+                ::testing::HasSubstr("repetitions too large or too deeply nested"));
+  }
+  // What real configurations write stays accepted.
+  for (const char* pattern :
+       {"([0-9]+)", "(.*)", "[0-9]{1,3}", "sd[a-z]+([0-9]+)?", "(tun|tap)[0-9]*", "[[:alnum:]]+",
+        "a{1,1000}", "(a+)+", "[+*?{]+", "\\+\\*x{2}"}) {
+    EXPECT_TRUE(Regex::Compile(pattern).ok()) << pattern;
+  }
 }
 
 }  // namespace

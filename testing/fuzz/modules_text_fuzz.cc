@@ -102,7 +102,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.ParseFile(parts[3], "fuzz.conf");
   config.ParseKernelCmdline(parts[4]);
   for (const std::string& error : config.errors) {
-    Require(absl::StartsWith(error, "fuzz.conf line "), "a bad line's complaint names FILE line N");
+    // kmod's wording: "FILE line N: ignoring bad line ...", "FILE: command include is
+    // deprecated ...", "kernel command line: ignoring bad option ...".
+    Require(absl::StartsWith(error, "fuzz.conf line ") || absl::StartsWith(error, "fuzz.conf: ") ||
+                absl::StartsWith(error, "kernel command line: "),
+            "a complaint says where the bad text was");
   }
 
   absl::StatusOr<std::unique_ptr<modules::ModuleIndex>> index =
