@@ -10,6 +10,9 @@ pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
 # udev image (bench_boot.sh, regen_expected_modules.sh) also needs initramfs-tools and udev:
 # those scripts install them, since the tests do not need them.
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
+# The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
+# user under RLIMIT_NPROC (util-linux is essential in Debian; named so a slim image gets it).
+pkgs="$pkgs util-linux"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
