@@ -51,6 +51,19 @@ const std::string& ScratchDir() {
     Require(::mkdir(absl::StrCat(pattern, "/modprobe.d").c_str(), 0755) == 0, "modprobe.d");
     return new std::string(pattern);
   }();
+  // Removed when the process exits normally (a crash leaves it for the post-mortem).
+  static const bool cleanup_registered = [] {
+    return std::atexit([] {
+      const std::string& root = *dir;
+      for (const char* name : {"/modules.dep", "/modules.alias", "/modules.symbols",
+                               "/modprobe.d/fuzz.conf"}) {
+        ::unlink((root + name).c_str());
+      }
+      ::rmdir((root + "/modprobe.d").c_str());
+      ::rmdir(root.c_str());
+    }) == 0;
+  }();
+  (void)cleanup_registered;
   return *dir;
 }
 
