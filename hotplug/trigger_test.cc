@@ -1,9 +1,14 @@
 #include "hotplug/trigger.h"
 
+#include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -242,6 +248,63 @@ TEST(TriggerTest, DryRunWritesNothingAndPrintsEachWrite) {
     EXPECT_EQ(lines[i], absl::StrCat("remove -> ", sys.root(), AllInOrder()[i], "/uevent"));
   }
   EXPECT_EQ(lines.back(), "13 would be triggered (dry run)");
+}
+
+// The whole sysfs tree vanishes in the middle of the walk (a container's /sys unmounted, a
+// test tree removed). The first object's uevent file is a FIFO whose pipe the test has filled,
+// so trigger blocks writing it; while it is blocked the tree is deleted, then the pipe drained.
+// Every later object is counted as vanished; nothing crashes, hangs or is reported twice.
+TEST(TriggerTest, SysfsVanishingUnderTheWalkCountsTheRestAsVanished) {
+  FakeSysfs sys = MakeMachine();
+  const std::string first = sys.Path("bus/pci/uevent");
+  ASSERT_EQ(::unlink(first.c_str()), 0);
+  ASSERT_EQ(::mkfifo(first.c_str(), 0600), 0);
+  // A reader that is also a writer: trigger's open does not wait, and the pipe can be filled.
+  UniqueFd fifo(::open(first.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_TRUE(fifo.valid());
+  const std::string filler(4096, 'x');
+  while (::write(fifo.get(), filler.data(), filler.size()) > 0) {
+  }
+  ASSERT_EQ(errno, EAGAIN);
+
+  std::atomic<pid_t> walker{0};
+  RunResult run{};
+  std::thread thread([&] {
+    walker.store(static_cast<pid_t>(::syscall(SYS_gettid)));
+    run = Trigger({"--sysfs-root", sys.root()});
+  });
+  // Wait (bounded) until trigger is blocked writing to the full pipe.
+  bool blocked = false;
+  for (int i = 0; i < 20'000 && !blocked; ++i) {
+    if (walker.load() != 0) {
+      std::ifstream wchan(absl::StrCat("/proc/self/task/", walker.load(), "/wchan"));
+      std::string where;
+      wchan >> where;
+      blocked = absl::StrContains(where, "pipe_write");
+    }
+    if (!blocked) ::usleep(500);
+  }
+  EXPECT_TRUE(blocked) << "trigger never wrote to the first uevent file";
+  ASSERT_EQ(std::system(absl::StrCat("rm -rf '", sys.root(), "'/*").c_str()), 0);
+  std::string drained;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fifo.get(), buffer, sizeof(buffer));
+    if (n > 0) {
+      drained.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EAGAIN && !absl::EndsWith(drained, "change")) {
+      ::usleep(1000);
+      continue;
+    }
+    break;
+  }
+  thread.join();
+  EXPECT_TRUE(absl::EndsWith(drained, "change"));
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, absl::StrCat("1 triggered, 0 failed, ", AllInOrder().size() - 1,
+                                  " vanished\n"));
 }
 
 TEST(TriggerTest, VerbosePrintsEachWrittenFile) {

@@ -172,8 +172,11 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
   if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
   const int ready_read = ready_pipe[0];
   const int ready_write = ready_pipe[1];
-  std::vector<std::string> args = {HotringBinary(), "daemon", "--socket", options.socket,
-                                   "--ready-fd", absl::StrCat(ready_write)};
+  std::vector<std::string> args = options.command_prefix;
+  for (std::string arg : {HotringBinary(), std::string("daemon"), std::string("--socket"),
+                          options.socket, std::string("--ready-fd"), absl::StrCat(ready_write)}) {
+    args.push_back(std::move(arg));
+  }
   if (!options.netlink) args.push_back("--no-netlink");
   if (!options.modules) args.push_back("--no-modules");
   args.insert(args.end(), options.args.begin(), options.args.end());

@@ -79,6 +79,9 @@ class DaemonProcess {
     // that wants the modules stage sets this and --modules-dry-run-log).
     bool modules = false;
     std::string log_path;            // daemon stderr; empty: a file in a temp dir
+    // Runs the daemon through this command (argv, absolute path first), e.g. setpriv to start
+    // it as another user. The daemon's pid is then the wrapper's, which must exec it.
+    std::vector<std::string> command_prefix;
   };
 
   // Starts the daemon and waits until it says it serves (`daemon --ready-fd`): its sockets are

@@ -13,6 +13,9 @@ pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static
 # The udev compatibility stage's prober tests make images with the real tools and compare with
 # libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
 pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
+# The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
+# user under RLIMIT_NPROC (util-linux is essential in Debian; named so a slim image gets it).
+pkgs="$pkgs util-linux"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

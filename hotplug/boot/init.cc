@@ -33,6 +33,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/boot/boot_cmdline.h"
@@ -192,8 +193,9 @@ class DaemonChild {
     ControlRequest request;
     request.command = ControlCommand::kExit;
     (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(2));
-    const absl::Time deadline = absl::Now() + grace;
-    while (absl::Now() < deadline) {
+    // Monotonic: the realtime clock may jump here (an RTC or NTP setting it during boot).
+    const MonoTime deadline = MonoNow() + grace;
+    while (MonoNow() < deadline) {
       if (!CheckAlive().ok()) return;
       absl::SleepFor(absl::Milliseconds(5));
     }

@@ -150,6 +150,9 @@ class ProbeBuilder {
       rest.remove_prefix(end);
       ModRef dep;
       dep.name = ModnameOfPath(path);
+      // A path whose file name starts with '.' ("kernel/fs/.ko") names no module: nothing can
+      // be ordered after it or loaded by name. A corrupt modules.dep; skip the entry.
+      if (dep.name.empty()) continue;
       dep.builtin = ModRef::Builtin::kNo;
       dep.path = path;
       deps.push_back(std::move(dep));

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -201,6 +203,33 @@ std::string RunKmod(const std::vector<std::string>& argv) { return RunCapture(ar
 
 // The fake tree (our index writer's .bin files) read by kmod itself gives the same answers:
 // this checks the writer and every rule above against the reference at once.
+// Found by modules_text_fuzz: a modules.dep entry whose file name starts with '.' has no module
+// name; it came into the plan as a module named "" that ext4 needed.
+TEST(KmodResolverTest, DependencyWithoutAModuleNameIsSkipped) {
+  char dir_template[] = "/tmp/kmod_resolver_test.XXXXXX";
+  const char* created = ::mkdtemp(dir_template);
+  ASSERT_NE(created, nullptr);
+  const std::string dir = created;
+  std::ofstream(dir + "/modules.dep")
+      << "kernel/fs/ext4/ext4.ko: kernel/lib/crc16.ko kernel/fs/.ahmbcceko kernel/fs/jbd2/jbd2.ko\n"
+         "kernel/lib/crc16.ko:\nkernel/fs/.ko:\nkernel/fs/jbd2/jbd2.ko:\n";
+  absl::StatusOr<std::unique_ptr<ModuleIndex>> index =
+      ModuleIndex::Load({.modules_dir = dir, .config_paths = {}, .kernel_cmdline = ""});
+  ASSERT_TRUE(index.ok()) << index.status();
+  const KmodResolver resolver(std::shared_ptr<const ModuleIndex>(std::move(*index)));
+  absl::StatusOr<LoadPlan> plan = resolver.Resolve("ext4", false);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> names;
+  for (const ModuleToLoad& module : plan->modules) names.push_back(module.name);
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("jbd2", "crc16", "ext4"));
+  EXPECT_EQ(names.back(), "ext4");
+  EXPECT_THAT(plan->modules.back().needs, ::testing::UnorderedElementsAre("jbd2", "crc16"));
+  absl::StatusOr<LoadPlan> nameless = resolver.Resolve("", false);
+  ASSERT_TRUE(nameless.ok());
+  EXPECT_TRUE(nameless->unmatched());
+  (void)std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST(KmodResolverAgainstKmodTest, FakeTreeAnswersMatchKmod) {
   const std::string modprobe =
       ::access("/usr/sbin/modprobe", X_OK) == 0 ? "/usr/sbin/modprobe" : "/sbin/modprobe";

@@ -119,7 +119,9 @@ absl::StatusOr<std::unique_ptr<ModuleIndex>> ModuleIndex::Load(const ModuleIndex
         return IndexFromText(text, [&](absl::string_view line, KmodIndexWriter* writer) {
           const size_t colon = line.find(':');
           if (colon == absl::string_view::npos) return;
-          writer->Insert(ModnameOfPath(line.substr(0, colon)), line, n++);
+          std::string name = ModnameOfPath(line.substr(0, colon));
+          if (name.empty()) return;  // "kernel/.ko:": no module name, nothing can ask for it
+          writer->Insert(name, line, n++);
         });
       }));
   if (!index->dep_) {

@@ -1,5 +1,10 @@
 #include "hotplug/rules/regex.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -43,6 +48,128 @@ bool HasBackReference(absl::string_view pattern) {
   return false;
 }
 
+// glibc's regcomp copies a repeated sub-expression once per repetition ({m,n} becomes n
+// copies) and stacked or nested repetitions multiply: "a{1,32767}" or "p++++++++++++++++++++"
+// take it seconds to minutes, in the daemon's one thread. This bounds that size before regcomp
+// sees the pattern: each atom costs the product of the repetitions applying to it ('*', '+' and
+// '?' count 2, {m,n} counts n+1), alternatives and sequences add up. Real configurations stay
+// far below the limit ("([0-9]+)" costs 2, "[0-9]{1,3}" 4).
+constexpr uint64_t kMaxRepetitionCost = 4096;
+constexpr uint64_t kCostCap = uint64_t{1} << 40;
+
+uint64_t Saturate(uint64_t v) { return v > kCostCap ? kCostCap : v; }
+
+// The position after the bracket expression starting at `i` ('['), or the pattern's end.
+size_t SkipBracket(absl::string_view p, size_t i) {
+  ++i;
+  if (i < p.size() && p[i] == '^') ++i;
+  if (i < p.size() && p[i] == ']') ++i;
+  while (i < p.size() && p[i] != ']') {
+    if (p[i] == '[' && i + 1 < p.size() && (p[i + 1] == ':' || p[i + 1] == '.' || p[i + 1] == '=')) {
+      const char kind = p[i + 1];
+      i += 2;
+      while (i + 1 < p.size() && !(p[i] == kind && p[i + 1] == ']')) ++i;
+      i += 2;
+      continue;
+    }
+    ++i;
+  }
+  return i < p.size() ? i + 1 : p.size();
+}
+
+uint64_t RepetitionCost(absl::string_view p) {
+  struct Frame {
+    uint64_t sum = 0;   // committed atoms of this group (all alternatives)
+    uint64_t last = 0;  // the atom or group the next repetition applies to
+    void Commit() {
+      sum = Saturate(sum + last);
+      last = 0;
+    }
+  };
+  std::vector<Frame> stack(1);
+  size_t i = 0;
+  while (i < p.size()) {
+    Frame& top = stack.back();
+    const char c = p[i];
+    switch (c) {
+      case '(':
+        top.Commit();
+        stack.emplace_back();
+        ++i;
+        break;
+      case ')':
+        if (stack.size() > 1) {
+          stack.back().Commit();
+          const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
+          stack.pop_back();
+          stack.back().last = group;
+        }
+        ++i;
+        break;
+      case '|':
+        top.Commit();
+        ++i;
+        break;
+      case '*':
+      case '+':
+      case '?':
+        top.last = Saturate(std::max<uint64_t>(1, top.last) * 2);
+        ++i;
+        break;
+      case '{': {
+        size_t j = i + 1;
+        uint64_t m = 0, n = 0;
+        bool has_n = false;
+        while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
+          m = Saturate(m * 10 + static_cast<uint64_t>(p[j] - '0'));
+          ++j;
+        }
+        if (j < p.size() && p[j] == ',') {
+          ++j;
+          while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
+            n = Saturate(n * 10 + static_cast<uint64_t>(p[j] - '0'));
+            has_n = true;
+            ++j;
+          }
+        }
+        if (j < p.size() && p[j] == '}') {
+          top.last = Saturate(std::max<uint64_t>(1, top.last) * ((has_n ? std::max(m, n) : m) + 1));
+          i = j + 1;
+        } else {  // not an interval: a literal '{'
+          top.Commit();
+          top.last = 1;
+          ++i;
+        }
+        break;
+      }
+      case '[':
+        top.Commit();
+        top.last = 1;
+        i = SkipBracket(p, i);
+        break;
+      case '\\':
+        top.Commit();
+        top.last = 1;
+        i += 2;
+        break;
+      default:
+        top.Commit();
+        top.last = 1;
+        ++i;
+        break;
+    }
+  }
+  while (stack.size() > 1) {  // unclosed groups (regcomp refuses them anyway)
+    stack.back().Commit();
+    const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
+    stack.pop_back();
+    stack.back().Commit();
+    stack.back().last = group;
+  }
+  stack.back().Commit();
+  return stack.back().sum;
+}
+
 }  // namespace
 
 void Regex::Free::operator()(regex_t* r) const {
@@ -52,6 +179,19 @@ void Regex::Free::operator()(regex_t* r) const {
 
 absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
   std::string text(pattern);
+  // glibc matches back-references by backtracking: (a|aa)+\1x or (.*)(.*)\2\1x against a
+  // 200-character name runs for minutes, and names come from events. busybox's mdev.txt never
+  // uses them; they are refused.
+  if (HasBackReference(text)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad regex '", text, "': back-references (\\1 to \\9) are not supported: their matching "
+        "time grows exponentially with the name"));
+  }
+  if (RepetitionCost(text) > kMaxRepetitionCost) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad regex '", text, "': repetitions too large or too deeply nested (over ",
+        kMaxRepetitionCost, " copies)"));
+  }
   auto raw = std::make_unique<regex_t>();
   const int rc = regcomp(raw.get(), text.c_str(), REG_EXTENDED);
   if (rc != 0) {
@@ -64,7 +204,7 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
   regex.literal_prefix_ = LiteralPrefix(text);
   regex.literal_ = regex.literal_prefix_.size() == text.size();
   regex.match_all_ = text == ".*";
-  if (!regex.literal_ && !HasBackReference(text)) {
+  if (!regex.literal_) {
     auto anchored = std::make_unique<regex_t>();
     const std::string wrapped = absl::StrCat("^(", text, ")$");
     if (regcomp(anchored.get(), wrapped.c_str(), REG_EXTENDED | REG_NOSUB) == 0) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace hotring::hotplug::rules {
@@ -46,7 +47,7 @@ TEST(RegexTest, FastPathsAgreeWithBusyboxsWholeMatchIncludingCaptures) {
   const std::vector<std::string> patterns = {
       "sda", "sd[a-z]", "sd[a-z][0-9]*", "s([0-9])*d([a-z]+)", "capi([0-9]*)", "capi([0-9])",
       "(tun|tap)", "sda|sda1", "a*", "", "vcsa*[0-9]*", ".*", "(a)(b)?(c)", "^sda$", "x+y",
-      "mmcblk([0-9]+)p([0-9]+)", "snd/.*", "(.)\\1", "[[:alpha:]]+[0-9]{1,2}", ".*"};
+      "mmcblk([0-9]+)p([0-9]+)", "snd/.*", "[[:alpha:]]+[0-9]{1,2}", ".*"};
   const std::vector<std::string> subjects = {
       "", "sda", "sda1", "sdb", "xsda", "capi", "capi20", "capi1", "tun", "tap", "tunx", "aaa",
       "vcs", "vcsa", "vcsa12", "ac", "abc", "xxy", "y", "mmcblk0p12", "snd/pcm", "aa", "ab",
@@ -89,6 +90,36 @@ TEST(RegexTest, CompileErrorsSayWhy) {
   absl::StatusOr<Regex> bad = Regex::Compile("sd[a");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().substr(0, 15), "bad regex 'sd[a");
+}
+
+// Found by mdev_conf_fuzz: a device regex with stacked repetitions kept glibc's regcomp busy
+// for over ten seconds (each further '+' doubles its time), and "a{1,32767}" for longer: a
+// configuration line could stall the daemon's only thread at start-up and on every reload.
+// Such patterns are refused before regcomp, with the reason.
+TEST(RegexTest, PatternsGlibcTakesUnboundedTimeOverAreRefused) {
+  const std::string stacked =
+      "p\xff\xff\xff\xff\xff\xff+++++++++++++++++++++++++++++++++++++++++++\xff\x06tmx";
+  for (const std::string& pattern :
+       {stacked, std::string("a{1,32767}"), std::string("(a{1,100}){1,100}"),
+        std::string("((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+"), std::string("x*************")}) {
+    absl::StatusOr<Regex> regex = Regex::Compile(pattern);
+    ASSERT_FALSE(regex.ok()) << pattern;
+    EXPECT_THAT(std::string(regex.status().message()),
+                ::testing::HasSubstr("repetitions too large or too deeply nested"));
+  }
+  // Back-references: matching them backtracks without bound on a long name.
+  for (const char* pattern : {"(.)\\1", "(a|aa)+\\1x", "(.*)(.*)\\2\\1x"}) {
+    absl::StatusOr<Regex> regex = Regex::Compile(pattern);
+    ASSERT_FALSE(regex.ok()) << pattern;
+    EXPECT_THAT(std::string(regex.status().message()),
+                ::testing::HasSubstr("back-references (\\1 to \\9) are not supported"));
+  }
+  // What real configurations write stays accepted.
+  for (const char* pattern :
+       {"([0-9]+)", "(.*)", "[0-9]{1,3}", "sd[a-z]+([0-9]+)?", "(tun|tap)[0-9]*", "[[:alnum:]]+",
+        "a{1,1000}", "(a+)+", "[+*?{]+", "\\+\\*x{2}"}) {
+    EXPECT_TRUE(Regex::Compile(pattern).ok()) << pattern;
+  }
 }
 
 }  // namespace
