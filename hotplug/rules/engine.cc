@@ -372,7 +372,7 @@ absl::StatusOr<bool> MakeLinkBeneath(const DevRoot& root, absl::string_view link
     return absl::FailedPreconditionError(absl::StrCat("link ", link, " -> ", target, ": unsafe path"));
   }
   std::string leaf;
-  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), link, /*create=*/true, &leaf);
   if (!dir.ok()) {
     if (IsRefusal(dir.status())) {
       return absl::FailedPreconditionError(absl::StrCat("link ", link, ": refused (", dir.status().message(), ")"));
@@ -410,7 +410,7 @@ absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view li
     return absl::FailedPreconditionError(absl::StrCat("link ", link, ": unsafe path"));
   }
   std::string leaf;
-  absl::StatusOr<UniqueFd> dir = OpenParent(root.fd(), link, /*create=*/false, &leaf);
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), link, /*create=*/false, &leaf);
   if (!dir.ok()) {
     if (StatusErrno(dir.status()) == ENOENT) return false;
     if (IsRefusal(dir.status())) {
