@@ -1,6 +1,7 @@
 #include "hotplug/replay/manifest.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <tuple>
 
 #include "absl/strings/match.h"
@@ -98,6 +99,95 @@ std::string FormatManifest(const Manifest& manifest, absl::string_view work_dir)
     for (const std::string& p : problems) absl::StrAppend(&out, "problem ", clean(p), "\n");
   }
   return out;
+}
+
+absl::StatusOr<Manifest> ParseManifest(absl::string_view text) {
+  if (text.size() > (64u << 20)) return absl::InvalidArgumentError("manifest too large");
+  const std::vector<absl::string_view> lines = SplitLines(text);
+  if (lines.empty() || lines[0] != kManifestHeader) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("1: not a manifest (the first line must be '", kManifestHeader, "')"));
+  }
+  Manifest m;
+  CommandRun* run = nullptr;
+  for (size_t n = 1; n < lines.size(); ++n) {
+    auto error = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat(n + 1, ": ", what));
+    };
+    const absl::string_view line = lines[n];
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() > kMaxLineBytes) return error("line too long");
+    absl::StatusOr<std::vector<std::string>> split = SplitFields(line, 1000);
+    if (!split.ok()) return error(split.status().message());
+    std::vector<std::string>& f = *split;
+    const bool indented = line[0] == ' ';
+    if (indented) {
+      if (run == nullptr) return error("an indented line outside a run");
+      if (f[0] == "env" && f.size() == 2) {
+        run->env.push_back(std::move(f[1]));
+      } else if ((f[0] == "exit" || f[0] == "signal") && f.size() == 2) {
+        run->status = absl::StrCat(f[0], " ", f[1]);
+      } else if (f[0] == "not" && f.size() >= 2) {
+        run->status = std::string(absl::StripLeadingAsciiWhitespace(line));
+      } else {
+        return error(absl::StrCat("unknown run line ", QuoteField(f[0])));
+      }
+      continue;
+    }
+    run = nullptr;
+    const std::string& kw = f[0];
+    auto owner_mode = [&](DevEntry& e, const std::string& owner,
+                          const std::string& mode) -> absl::Status {
+      const size_t colon = owner.find(':');
+      if (colon == std::string::npos || !absl::SimpleAtoi(owner.substr(0, colon), &e.uid) ||
+          !absl::SimpleAtoi(owner.substr(colon + 1), &e.gid)) {
+        return error("owner must be UID:GID");
+      }
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(mode.c_str(), &end, 8);
+      if (mode.empty() || *end != '\0' || v > 07777) return error("mode must be octal");
+      e.mode = static_cast<uint32_t>(v);
+      return absl::OkStatus();
+    };
+    if ((kw == "dir" || kw == "file" || kw == "other") && f.size() == 4) {
+      DevEntry e;
+      e.path = f[1];
+      e.type = kw == "dir" ? DevEntry::Type::kDir
+               : kw == "file" ? DevEntry::Type::kFile
+                              : DevEntry::Type::kOther;
+      if (absl::Status s = owner_mode(e, f[2], f[3]); !s.ok()) return s;
+      m.dev.push_back(std::move(e));
+    } else if (kw == "node" && f.size() == 6) {
+      DevEntry e;
+      e.path = f[1];
+      if (f[2] != "char" && f[2] != "block") return error("node type must be char or block");
+      e.type = f[2] == "char" ? DevEntry::Type::kChar : DevEntry::Type::kBlock;
+      const size_t colon = f[3].find(':');
+      if (colon == std::string::npos || !absl::SimpleAtoi(f[3].substr(0, colon), &e.major) ||
+          !absl::SimpleAtoi(f[3].substr(colon + 1), &e.minor)) {
+        return error("device number must be MAJOR:MINOR");
+      }
+      if (absl::Status s = owner_mode(e, f[4], f[5]); !s.ok()) return s;
+      m.dev.push_back(std::move(e));
+    } else if (kw == "link" && f.size() == 3) {
+      m.dev.push_back({.path = f[1], .type = DevEntry::Type::kLink, .target = f[2]});
+    } else if (kw == "module" || kw == "install") {
+      m.modules.push_back(std::string(line));
+    } else if (kw == "run" && f.size() >= 3) {
+      CommandRun r;
+      r.order = m.runs.size();
+      r.kind = f[2];
+      r.argv.assign(f.begin() + 3, f.end());
+      // The SEQNUM is in the environment too; keep it where FormatManifest reads it from.
+      m.runs.push_back(std::move(r));
+      run = &m.runs.back();
+    } else if (kw == "problem" && f.size() == 2) {
+      m.problems.push_back(std::move(f[1]));
+    } else {
+      return error(absl::StrCat("unknown line ", QuoteField(kw)));
+    }
+  }
+  return m;
 }
 
 absl::StatusOr<std::vector<std::string>> ModulesFromDryRunLog(absl::string_view log,

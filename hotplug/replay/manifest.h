@@ -48,6 +48,11 @@ struct Manifest {
 // wherever it appears, so the text does not depend on where the replay ran.
 [[nodiscard]] std::string FormatManifest(const Manifest& manifest, absl::string_view work_dir);
 
+// The manifest's text back as data (for tests that assert on it): dev entries, module lines as
+// written, runs with the argv shown (a rule's text only) and `order` = their position. Bounded;
+// InvalidArgument "LINE: what" for anything FormatManifest does not write.
+[[nodiscard]] absl::StatusOr<Manifest> ParseManifest(absl::string_view text);
+
 // Lines of a `daemon --modules-dry-run-log` file ("load NAME PATH [OPTIONS]", "install NAME
 // COMMAND") as manifest lines; PATH is shown relative to `modules_root`. InvalidArgument
 // "LINE: what" for a line of another shape.

@@ -47,6 +47,35 @@ TEST(Manifest, SortsDevAndRunsAndHidesTheWorkDir) {
             "  exit 3\n");
 }
 
+TEST(Manifest, ParsesBackWhatItFormats) {
+  Manifest m;
+  m.dev.push_back({.path = "ttyS0", .type = DevEntry::Type::kChar, .major = 4, .minor = 64,
+                   .uid = 0, .gid = 5, .mode = 0620});
+  m.dev.push_back({.path = "sda", .type = DevEntry::Type::kLink, .target = "disk/boot"});
+  m.modules = {"module ahci kernel/ahci.ko"};
+  m.runs.push_back({.kind = "exec", .argv = {"h.sh", "tty"}, .env = {"SEQNUM=3", "A=b c"},
+                    .status = "exit 3"});
+  m.problems = {"daemon exit 1"};
+  const std::string text = FormatManifest(m, "");
+  absl::StatusOr<Manifest> back = ParseManifest(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(FormatManifest(*back, ""), text);
+  ASSERT_EQ(back->dev.size(), 2u);
+  EXPECT_EQ(back->dev[1].path, "ttyS0");
+  EXPECT_EQ(back->dev[1].gid, 5u);
+  EXPECT_EQ(back->dev[1].mode, 0620u);
+  ASSERT_EQ(back->runs.size(), 1u);
+  EXPECT_THAT(back->runs[0].argv, ElementsAre("h.sh", "tty"));
+  EXPECT_THAT(back->runs[0].env, ElementsAre("A=b c", "SEQNUM=3"));
+  EXPECT_EQ(back->runs[0].status, "exit 3");
+  EXPECT_EQ(ParseManifest("x\n").status().message(),
+            "1: not a manifest (the first line must be 'hotring-manifest 1')");
+  EXPECT_EQ(ParseManifest("hotring-manifest 1\nnode a pipe 1:2 0:0 0600\n").status().message(),
+            "2: node type must be char or block");
+  EXPECT_EQ(ParseManifest("hotring-manifest 1\n  env A=b\n").status().message(),
+            "2: an indented line outside a run");
+}
+
 TEST(Manifest, ProblemsAreListedLast) {
   Manifest m;
   m.problems = {"daemon exit 1"};
