@@ -20,13 +20,22 @@ bool SafeComponents(absl::string_view path) {
   return true;
 }
 
-// "/bus/pci/drivers/ahci", "/module/x": a path under the sysfs root outside /devices.
-bool IsSafeDriverPath(absl::string_view path) {
-  return (absl::StartsWith(path, "/bus/") || absl::StartsWith(path, "/module/")) &&
-         path.size() < 1024 && SafeComponents(path);
-}
-
 }  // namespace
+
+bool IsSafeDriverPath(absl::string_view path) {
+  if (!(absl::StartsWith(path, "/bus/") || absl::StartsWith(path, "/module/")) ||
+      path.size() >= 1024) {
+    return false;
+  }
+  // Driver names may hold blanks ("i8042 kbd"): any printable component but "." and "..".
+  for (const absl::string_view part : absl::StrSplit(path.substr(1), '/')) {
+    if (part.empty() || part == "." || part == ".." || part.size() > 255) return false;
+    for (const char c : part) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+    }
+  }
+  return true;
+}
 
 bool IsSafeName(absl::string_view name) {
   if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;

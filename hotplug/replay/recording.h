@@ -62,6 +62,10 @@ struct Recording {
 // True for one file-name component: [A-Za-z0-9_.:+@-], not "." or "..", at most 255 bytes.
 [[nodiscard]] bool IsSafeName(absl::string_view name);
 
+// True for a driver link target: under "/bus/" or "/module/", components printable (blanks
+// allowed: "/bus/serio/drivers/i8042 kbd"), none empty, "." or "..".
+[[nodiscard]] bool IsSafeDriverPath(absl::string_view path);
+
 [[nodiscard]] absl::string_view SubsystemKindName(SubsystemKind kind);
 
 }  // namespace hotring::hotplug::replay

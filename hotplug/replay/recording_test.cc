@@ -113,6 +113,10 @@ TEST(Recording, SafeNames) {
   EXPECT_FALSE(IsSafeName(".."));
   EXPECT_FALSE(IsSafeName("a/b"));
   EXPECT_TRUE(IsSafeName("0000:00:1f.2"));
+  EXPECT_TRUE(IsSafeDriverPath("/bus/serio/drivers/i8042 kbd"));  // seen on a qemu guest
+  EXPECT_FALSE(IsSafeDriverPath("/bus/x/../../etc"));
+  EXPECT_FALSE(IsSafeDriverPath("/etc/x"));
+  EXPECT_FALSE(IsSafeDriverPath("/bus/x\ny"));
 }
 
 }  // namespace

@@ -498,6 +498,12 @@ int RecordCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "hotring record: skipped %s\n", problem.c_str());
   }
   const std::string text = FormatRecording(recorded->recording);
+  // What we write must be what replay reads: a fact the parser refuses is our bug, not the
+  // board's, and must not surface only on the other machine.
+  if (absl::StatusOr<Recording> check = ParseRecording(text); !check.ok()) {
+    return Fail("record", absl::InternalError(absl::StrCat("the recording does not parse back: ",
+                                                           check.status().message())));
+  }
   if (out == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else if (absl::Status written = WriteWholeFile(out, text); !written.ok()) {

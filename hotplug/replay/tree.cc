@@ -203,8 +203,11 @@ absl::StatusOr<RecordResult> RecordMachine(const RecordOptions& options) {
     if (absl::StatusOr<std::string> driver = RealPath(dir + "/driver"); driver.ok()) {
       if (absl::StartsWith(*driver, real_root + "/")) {
         const std::string relative = driver->substr(real_root.size());
-        if (absl::StartsWith(relative, "/bus/") || absl::StartsWith(relative, "/module/")) {
+        if (IsSafeDriverPath(relative)) {
           device.driver = relative;
+        } else {
+          result.problems.push_back(absl::StrCat(dir, "/driver: target ", relative,
+                                                 " is not a plain /bus or /module path"));
         }
       }
     }
