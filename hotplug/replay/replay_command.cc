@@ -281,6 +281,12 @@ class DaemonChild {
     const int n = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
     char byte = 0;
     if (n <= 0 || ::read(ready_read.get(), &byte, 1) != 1) {
+      // It closes the ready fd before it prints why: let it finish (briefly) before reading.
+      pid_t reaped = 0;
+      for (int i = 0; i < 500 && (reaped = ::waitpid(child.pid_, nullptr, WNOHANG)) == 0; ++i) {
+        ::usleep(10'000);
+      }
+      if (reaped == child.pid_) child.pid_ = -1;  // nothing left for the destructor to kill
       const absl::StatusOr<std::string> text = ReadWholeFile(log_path, 1 << 16);
       return absl::InternalError(absl::StrCat("the daemon did not start",
                                               text.ok() ? ": " + *text : std::string()));
