@@ -22,6 +22,7 @@
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
 #include "hotplug/readiness.h"
+#include "hotplug/replay/replay_command.h"
 #include "hotplug/rules/rules_handler.h"
 #include "hotplug/modules/modules_handler.h"
 #include "hotplug/trigger.h"
@@ -38,6 +39,8 @@ constexpr absl::string_view kDaemonUsage =
     "                             missing: root:root 0660 for every node); enables rules\n"
     "  --dev-root DIR             where rules make nodes and links (default /dev); enables rules\n"
     "  --firmware-root DIR        firmware for FIRMWARE events (default /lib/firmware)\n"
+    "  --users-root DIR           owner names from DIR/etc/passwd and DIR/etc/group (default /)\n"
+    "  --rules-shell PROGRAM      runs rule commands instead of /bin/sh (replay records them)\n"
     "  --exec PROGRAM             run PROGRAM SUBSYSTEM with the event's environment\n"
     "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
     "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
@@ -113,6 +116,10 @@ int DaemonCommand(const std::vector<std::string>& args) {
         rules_enabled = true;
       } else if (f == "--firmware-root") {
         HOTRING_ASSIGN_OR_RETURN(rules_options.firmware_root, flags.String());
+      } else if (f == "--users-root") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.users_root, flags.String());
+      } else if (f == "--rules-shell") {
+        HOTRING_ASSIGN_OR_RETURN(rules_options.shell, flags.String());
       } else if (f == "--exec") {
         HOTRING_ASSIGN_OR_RETURN(options.exec_program, flags.String());
       } else if (f == "--event-timeout") {
@@ -293,6 +300,7 @@ constexpr Command kCommands[] = {
     {"settle", SettleCommand},         {"control", ControlCommandMain},
     {"monitor", MonitorCommand},       {"trigger", TriggerCommand},
     {"report", ReportCommand},
+    {"record", replay::RecordCommand}, {"replay", replay::ReplayCommand},
 };
 
 }  // namespace

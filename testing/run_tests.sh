@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds hotring and runs every test twice: the normal build and the address+undefined
 # sanitizer build; then the tests tagged `tsan` (those with a second thread) under the thread
-# sanitizer, and every fuzz target for FUZZ_SECONDS (default 30; 0 skips) on its corpus
-# (testing/run_fuzz.sh). Prints one closing line "tests: N passed, N failed" (GoogleTest cases).
+# sanitizer, the example consumer workspace (testing/example_consumer), and every fuzz target
+# for FUZZ_SECONDS (default 30; 0 skips) on its corpus (testing/run_fuzz.sh). Prints one
+# closing line "tests: N passed, N failed" (GoogleTest cases).
 set -u
 cd "$(dirname "$0")/.."
 status=0
@@ -27,6 +28,12 @@ bazel test --config=asan //... || status=1
 count
 bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || status=1
 count --config=tsan
+# The example consumer: a separate workspace that tests device rules through @hotring's
+# hotring_device_test and fixture library (docs/device-tests.md).
+cd testing/example_consumer
+bazel test //... || status=1
+count
+cd ../..
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
   sh testing/run_fuzz.sh || status=1
 fi

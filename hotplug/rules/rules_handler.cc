@@ -122,7 +122,7 @@ Task<HandlerResult> RulesHandler::Handle(io::Reactor& reactor, const Event& even
 Task<bool> RulesHandler::RunCommand(io::Reactor& reactor, const Event& event,
                                     const Command& command) {
   SpawnRequest request;
-  request.program = "/bin/sh";
+  request.program = options_.shell;
   // busybox runs commands from /dev (relative paths in mdev.conf commands mean the dev root).
   // The dev root comes from the command line, never from an event, and has no quote in it.
   request.argv = {"/bin/sh", "-c",

@@ -32,6 +32,8 @@ class RulesHandler final : public Handler {
     std::string sysfs_root = "/sys";  // --sysfs-root DIR: `dev` files, firmware loading
     std::string firmware_root = "/lib/firmware";
     std::string users_root = "/";     // where etc/passwd and etc/group are read
+    // Runs commands as `SHELL -c TEXT` (`daemon --rules-shell`: replay's recording wrapper).
+    std::string shell = "/bin/sh";
     absl::Duration timeout = absl::Seconds(180);   // per command, as --event-timeout
     absl::Duration kill_grace = absl::Seconds(5);
     absl::Duration firmware_retry = kFirmwareRetryInterval;

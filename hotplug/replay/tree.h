@@ -1,0 +1,57 @@
+// The file-system side of record and replay: reading this machine's facts into a Recording
+// (read-only), building a private sysfs and users root from a Recording, and listing a dev root
+// for the manifest. Blocking file I/O; nothing here writes outside the directories it is given.
+#ifndef HOTRING_HOTPLUG_REPLAY_TREE_H_
+#define HOTRING_HOTPLUG_REPLAY_TREE_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "hotplug/replay/manifest.h"
+#include "hotplug/replay/recording.h"
+
+namespace hotring::hotplug::replay {
+
+// Whole file, at most `max_bytes` (OutOfRange beyond).
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes);
+// Creates or replaces `path` (through a temporary file and rename, so readers never see half).
+absl::Status WriteWholeFile(const std::string& path, absl::string_view content, int mode = 0644);
+
+struct RecordOptions {
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";  // modules: PROC/modules
+  std::string etc_root = "/etc";    // passwd, group
+  std::string kernel;               // empty: uname -r
+};
+
+// What was read, and what could not be (the recording goes on without it).
+struct RecordResult {
+  Recording recording;
+  std::vector<std::string> problems;  // "path: error", one per skipped object
+};
+
+// Reads sysfs (every device a coldplug walk finds: its uevent, dev and modalias files, its
+// subsystem and driver links), synthesizes the coldplug `add` uevents from the uevent files as
+// `trigger` would make the kernel send them (SEQNUM 1, 2, ... in walk order), reads the loaded
+// modules, the kernel release and the users and groups. Opens everything read-only.
+absl::StatusOr<RecordResult> RecordMachine(const RecordOptions& options);
+
+// Makes `root` (an existing empty directory) a sysfs tree holding the recording's devices:
+// their directories and attribute files, `subsystem` links into class/ or bus/, the class and
+// bus links back, and `driver` links.
+absl::Status BuildSysfs(const Recording& recording, const std::string& root);
+
+// Writes ROOT/etc/passwd and ROOT/etc/group from the recording (a root-only database when it
+// has none), for `daemon --users-root`.
+absl::Status BuildUsersRoot(const Recording& recording, const std::string& root);
+
+// Every entry under `root` (not `root` itself), lstat'ed, at most 100,000 entries and 32 levels.
+absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root);
+
+}  // namespace hotring::hotplug::replay
+
+#endif  // HOTRING_HOTPLUG_REPLAY_TREE_H_

@@ -1,0 +1,33 @@
+"""The repositories a workspace that uses @hotring needs, for its WORKSPACE file:
+
+    local_repository(name = "hotring", path = "...")   # or any other way to get hotring
+    load("@hotring//testing:deps.bzl", "hotring_dependencies")
+    hotring_dependencies()
+
+hotring builds offline from Debian's archive: Bazel 4 would fetch rules_cc, rules_java and
+remote_coverage_tools from the network even for a plain C++ build, so these are hotring's small
+local stand-ins (third_party/), copied by a repository rule that finds them inside @hotring
+wherever it is. The system libraries (Abseil, liburing, GoogleTest) are @hotring//third_party
+targets and need nothing here.
+"""
+
+def _hotring_stub_impl(ctx):
+    # Any file of the stub names its directory; every entry is linked into the new repository.
+    source = ctx.path(ctx.attr.marker).dirname
+    for entry in source.readdir():
+        ctx.symlink(entry, entry.basename)
+
+_hotring_stub = repository_rule(
+    implementation = _hotring_stub_impl,
+    attrs = {"marker": attr.label(allow_single_file = True)},
+    local = True,
+)
+
+def hotring_dependencies():
+    """Declares rules_cc, rules_java and remote_coverage_tools unless already declared."""
+    for name in ["rules_cc", "rules_java", "remote_coverage_tools"]:
+        if not native.existing_rule(name):
+            _hotring_stub(
+                name = name,
+                marker = Label("//third_party/%s:WORKSPACE" % name),
+            )
