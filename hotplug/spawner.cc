@@ -185,6 +185,13 @@ uint64_t SignalsToReset() {
     if (n <= 0) break;
     len += static_cast<size_t>(n);
     if (len == sizeof(text) - 1) break;
+    // SigCgt comes after SigIgn: once its line is complete, the read that would return end of
+    // file can be saved.
+    const absl::string_view so_far(text, len);
+    const size_t cgt = so_far.find("\nSigCgt:");
+    if (cgt != absl::string_view::npos && so_far.find('\n', cgt + 1) != absl::string_view::npos) {
+      break;
+    }
   }
   ::close(fd);
   const absl::string_view status(text, len);
