@@ -738,11 +738,11 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
   // the loop's plus its handlers'.
   std::vector<double> exec_over_serial_runs, cpu_exec_over_serial_runs;
   for (const std::vector<ColdplugMeasurement>& run : report.runs) {
-    exec_over_serial_runs.push_back(
-        ratio(absl::ToDoubleMilliseconds(run[2].settled), absl::ToDoubleMilliseconds(run[3].settled)));
+    auto ms = [](absl::Duration d) { return absl::ToDoubleMilliseconds(d); };
+    exec_over_serial_runs.push_back(ratio(ms(run[2].settled), ms(run[3].settled)));
     if (run[2].cpu_with_handlers.has_value() && run[3].cpu_with_handlers.has_value()) {
-      cpu_exec_over_serial_runs.push_back(ratio(absl::ToDoubleMilliseconds(*run[2].cpu_with_handlers),
-                                                absl::ToDoubleMilliseconds(*run[3].cpu_with_handlers)));
+      cpu_exec_over_serial_runs.push_back(
+          ratio(ms(*run[2].cpu_with_handlers), ms(*run[3].cpu_with_handlers)));
     }
   }
   const double exec_over_serial = Median(exec_over_serial_runs);

@@ -231,7 +231,8 @@ int64_t ReapedChildrenCpuNs() {
   rusage usage{};
   if (::getrusage(RUSAGE_CHILDREN, &usage) != 0) return -1;
   auto ns = [](const timeval& tv) {
-    return static_cast<int64_t>(tv.tv_sec) * 1'000'000'000 + static_cast<int64_t>(tv.tv_usec) * 1000;
+    return static_cast<int64_t>(tv.tv_sec) * 1'000'000'000 +
+           static_cast<int64_t>(tv.tv_usec) * 1000;
   };
   return ns(usage.ru_utime) + ns(usage.ru_stime);
 }
