@@ -281,6 +281,7 @@ absl::StatusOr<ColdplugMeasurement> ThroughDaemon(Bench& bench, bool exec) {
   if (exec) daemon_options.args.insert(daemon_options.args.end(), {"--exec", options.program});
   daemon_options.args.insert(daemon_options.args.end(), options.daemon_args.begin(),
                              options.daemon_args.end());
+  const int64_t children_before = ReapedChildrenCpuNs();
   HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(std::move(daemon_options)));
   // Before the drain: a foreign uevent in between could only make the wait below end one
   // event early, never wait for an event that is not coming.
@@ -336,7 +337,18 @@ absl::StatusOr<ColdplugMeasurement> ThroughDaemon(Bench& bench, bool exec) {
   m.handled = Counter(status, "handled");
   m.handler_failures = Counter(status, "failed") + Counter(status, "timed_out");
   m.daemon_status = std::move(status);
+  // The handlers' CPU reaches us once the daemon that reaped them is reaped: all the daemon's
+  // reaped children, less the daemon's own CPU since it started (read just before it stops;
+  // what it spends on stopping is counted as the handlers').
+  const pid_t pid = daemon.pid();
+  const int64_t daemon_total = ProcessCpuNs(pid);
   HOTRING_RETURN_IF_ERROR(daemon.Stop());
+  const int64_t children_after = ReapedChildrenCpuNs();
+  if (exec && m.daemon_cpu.has_value() && daemon_total >= 0 && children_before >= 0 &&
+      children_after >= children_before + daemon_total) {
+    m.handlers_cpu = absl::Nanoseconds(children_after - children_before - daemon_total);
+    m.cpu_with_handlers = *m.daemon_cpu + *m.handlers_cpu;
+  }
   return m;
 }
 
@@ -399,8 +411,11 @@ absl::StatusOr<ColdplugMeasurement> SerialBaseline(Bench& bench) {
     uint64_t failures = 0;
     absl::Status status;
     MonoTime done;
+    int64_t thread_cpu_ns = -1;
   } outcome;
+  const int64_t children_before = ReapedChildrenCpuNs();
   std::thread receiver_thread([&] {
+    const int64_t cpu_start = ThreadCpuNs();
     std::vector<std::string> env;
     std::string subsystem;
     const MonoTime deadline = MonoNow() + options.settle_timeout;
@@ -429,6 +444,8 @@ absl::StatusOr<ColdplugMeasurement> SerialBaseline(Bench& bench) {
       }
     }
     outcome.done = MonoNow();
+    const int64_t cpu_end = ThreadCpuNs();
+    if (cpu_start >= 0 && cpu_end >= cpu_start) outcome.thread_cpu_ns = cpu_end - cpu_start;
   });
 
   absl::StatusOr<TimedRun> run = TimedTrigger(bench.trigger, options);
@@ -443,6 +460,11 @@ absl::StatusOr<ColdplugMeasurement> SerialBaseline(Bench& bench) {
   m.total = Since(run->start, outcome.done);
   m.handled = outcome.handled;
   m.handler_failures = outcome.failures;
+  const int64_t children_after = ReapedChildrenCpuNs();
+  if (children_before >= 0 && children_after >= children_before && outcome.thread_cpu_ns >= 0) {
+    m.handlers_cpu = absl::Nanoseconds(children_after - children_before);
+    m.cpu_with_handlers = *m.handlers_cpu + absl::Nanoseconds(outcome.thread_cpu_ns);
+  }
   return m;
 }
 
@@ -466,9 +488,16 @@ struct PhaseSummary {
   double settled_ms = 0;
   double total_ms = 0;
   std::optional<double> cpu_ms;
+  std::optional<double> handlers_cpu_ms;
+  std::optional<double> cpu_with_handlers_ms;
+  std::optional<double> handler_lines;
   std::optional<double> rss_kib;
   std::vector<double> settled_runs_ms;
 };
+
+std::string HandlerName(const ColdplugBenchOptions& options) {
+  return options.append_line.empty() ? options.program : std::string("append_line");
+}
 
 PhaseSummary Summarize(const ColdplugBenchReport& report, size_t index,
                        const ColdplugBenchOptions& options) {
@@ -476,9 +505,10 @@ PhaseSummary Summarize(const ColdplugBenchReport& report, size_t index,
   const ColdplugPhase phase = kColdplugPhases[index];
   s.name = std::string(ColdplugPhaseName(phase));
   if (phase == ColdplugPhase::kDaemonExec || phase == ColdplugPhase::kSerialBaseline) {
-    absl::StrAppend(&s.name, " (", options.program, ")");
+    absl::StrAppend(&s.name, " (", HandlerName(options), ")");
   }
   std::vector<double> triggered, failed, uevents, handled, walk, writes, settled, total, cpu, rss;
+  std::vector<double> handlers_cpu, cpu_with_handlers, handler_lines;
   for (const std::vector<ColdplugMeasurement>& run : report.runs) {
     const ColdplugMeasurement& m = run[index];
     triggered.push_back(static_cast<double>(m.triggered));
@@ -490,6 +520,15 @@ PhaseSummary Summarize(const ColdplugBenchReport& report, size_t index,
     settled.push_back(absl::ToDoubleMilliseconds(m.settled));
     total.push_back(absl::ToDoubleMilliseconds(m.total));
     if (m.daemon_cpu.has_value()) cpu.push_back(absl::ToDoubleMilliseconds(*m.daemon_cpu));
+    if (m.handlers_cpu.has_value()) {
+      handlers_cpu.push_back(absl::ToDoubleMilliseconds(*m.handlers_cpu));
+    }
+    if (m.cpu_with_handlers.has_value()) {
+      cpu_with_handlers.push_back(absl::ToDoubleMilliseconds(*m.cpu_with_handlers));
+    }
+    if (m.handler_lines.has_value()) {
+      handler_lines.push_back(static_cast<double>(*m.handler_lines));
+    }
     if (m.daemon_peak_rss_kib.has_value()) {
       rss.push_back(static_cast<double>(*m.daemon_peak_rss_kib));
     }
@@ -503,6 +542,9 @@ PhaseSummary Summarize(const ColdplugBenchReport& report, size_t index,
   s.settled_ms = Median(settled);
   s.total_ms = Median(total);
   if (!cpu.empty()) s.cpu_ms = Median(cpu);
+  if (!handlers_cpu.empty()) s.handlers_cpu_ms = Median(handlers_cpu);
+  if (!cpu_with_handlers.empty()) s.cpu_with_handlers_ms = Median(cpu_with_handlers);
+  if (!handler_lines.empty()) s.handler_lines = Median(handler_lines);
   if (!rss.empty()) s.rss_kib = Median(rss);
   s.settled_runs_ms = settled;
   return s;
@@ -550,6 +592,9 @@ constexpr char kColdplugBenchUsage[] =
     "  --action ACTION     written to the uevent files (default change; only change on a\n"
     "                      real sysfs)\n"
     "  --exec PROGRAM      handler of the last two phases (default /bin/true)\n"
+    "  --append-line PATH  instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/\n"
+    "                      append_line, copied to a directory of its own; one log line per\n"
+    "                      run, counted\n"
     "  --runs N            repetitions (default 5)\n"
     "  --children-max N    the daemon's --children-max\n"
     "  --timeout S         give up waiting for a daemon to settle (default 60)\n"
@@ -572,6 +617,9 @@ absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<st
       if (options.program.empty() || options.program[0] != '/') {
         return flags.Error("--exec needs an absolute path");
       }
+    } else if (f == "--append-line") {
+      HOTRING_ASSIGN_OR_RETURN(options.append_line, flags.String());
+      if (options.append_line.empty()) return flags.Error("--append-line needs a path");
     } else if (f == "--runs") {
       HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 1000));
       options.runs = static_cast<int>(n);
@@ -597,8 +645,14 @@ absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<st
   return options;
 }
 
-absl::StatusOr<ColdplugBenchReport> RunColdplugBench(const ColdplugBenchOptions& options) {
-  HOTRING_RETURN_IF_ERROR(CheckColdplugAction(options.sysfs_root, options.action));
+absl::StatusOr<ColdplugBenchReport> RunColdplugBench(const ColdplugBenchOptions& given) {
+  HOTRING_RETURN_IF_ERROR(CheckColdplugAction(given.sysfs_root, given.action));
+  ColdplugBenchOptions options = given;
+  std::optional<AppendLineHandler> append_line;
+  if (!options.append_line.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(append_line, AppendLineHandler::Copy(options.append_line));
+    options.program = append_line->program();
+  }
   HOTRING_ASSIGN_OR_RETURN(
       TriggerOptions trigger,
       ParseTriggerArgs({"--sysfs-root", options.sysfs_root, "--action", options.action}));
@@ -634,6 +688,12 @@ absl::StatusOr<ColdplugBenchReport> RunColdplugBench(const ColdplugBenchOptions&
         return absl::Status(m.status().code(), absl::StrCat("run ", i + 1, ", ",
                                                             ColdplugPhaseName(phase), ": ",
                                                             m.status().message()));
+      }
+      if (append_line.has_value()) {
+        HOTRING_ASSIGN_OR_RETURN(const uint64_t lines, append_line->TakeLines());
+        if (phase == ColdplugPhase::kDaemonExec || phase == ColdplugPhase::kSerialBaseline) {
+          m->handler_lines = lines;
+        }
       }
       run[index] = std::move(*m);
     }
@@ -673,6 +733,20 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
   const double best_settle_over_trigger = best_low(settle_over_trigger_runs);
   const double best_settle_over_writes = best_low(settle_over_writes_runs);
   const double best_serial_over_exec = best_high(serial_over_exec_runs);
+  // The handler goals of issue 16, per run (both phases of one run saw the same machine):
+  // the daemon's wall against the serial loop's, and the CPU of daemon plus handlers against
+  // the loop's plus its handlers'.
+  std::vector<double> exec_over_serial_runs, cpu_exec_over_serial_runs;
+  for (const std::vector<ColdplugMeasurement>& run : report.runs) {
+    auto ms = [](absl::Duration d) { return absl::ToDoubleMilliseconds(d); };
+    exec_over_serial_runs.push_back(ratio(ms(run[2].settled), ms(run[3].settled)));
+    if (run[2].cpu_with_handlers.has_value() && run[3].cpu_with_handlers.has_value()) {
+      cpu_exec_over_serial_runs.push_back(
+          ratio(ms(*run[2].cpu_with_handlers), ms(*run[3].cpu_with_handlers)));
+    }
+  }
+  const double exec_over_serial = Median(exec_over_serial_runs);
+  const double cpu_exec_over_serial = Median(cpu_exec_over_serial_runs);
   uint64_t gap_runs = 0;
   uint64_t early_settles = 0;
   uint64_t short_runs = 0;  // a handler count below the uevents it had to handle
@@ -705,6 +779,15 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
                                 *p.cpu_ms * 1000 / p.uevents);
         }
       }
+      if (p.handlers_cpu_ms.has_value()) {
+        absl::StrAppendFormat(&s, ", \"handlers_cpu_ms\": %.3f", *p.handlers_cpu_ms);
+      }
+      if (p.cpu_with_handlers_ms.has_value()) {
+        absl::StrAppendFormat(&s, ", \"cpu_with_handlers_ms\": %.3f", *p.cpu_with_handlers_ms);
+      }
+      if (p.handler_lines.has_value()) {
+        absl::StrAppendFormat(&s, ", \"handler_lines\": %.0f", *p.handler_lines);
+      }
       if (p.rss_kib.has_value()) absl::StrAppendFormat(&s, ", \"peak_rss_kib\": %.0f", *p.rss_kib);
       std::vector<std::string> runs;
       for (const double v : p.settled_runs_ms) runs.push_back(absl::StrFormat("%.3f", v));
@@ -716,27 +799,39 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
         "\"settle_over_trigger\": %.3f, \"settle_over_writes\": %.3f, "
         "\"serial_over_exec\": %.3f, \"best_settle_over_trigger\": %.3f, "
         "\"best_settle_over_writes\": %.3f, \"best_serial_over_exec\": %.3f, "
+        "\"exec_over_serial\": %.3f, \"cpu_exec_over_serial\": %.3f, "
         "\"gap_runs\": %d, \"early_settles\": %d, \"short_runs\": %d}\n",
-        JsonQuote(options.sysfs_root), JsonQuote(options.action), JsonQuote(options.program),
+        JsonQuote(options.sysfs_root), JsonQuote(options.action), JsonQuote(HandlerName(options)),
         report.runs.size(), absl::StrJoin(parts, ", "), settle_over_trigger, settle_over_writes,
         serial_over_exec, best_settle_over_trigger, best_settle_over_writes,
-        best_serial_over_exec, gap_runs, early_settles, short_runs);
+        best_serial_over_exec, exec_over_serial, cpu_exec_over_serial, gap_runs, early_settles,
+        short_runs);
   }
 
   std::string out = absl::StrFormat(
       "coldplug: %s into %s, %.0f objects, %d runs (medians; times in ms from the start of "
       "the walk)\n",
       options.action, options.sysfs_root, alone.triggered, report.runs.size());
-  absl::StrAppendFormat(&out, "%-30s %7s %7s %8s %8s %9s %9s %9s %11s %9s\n", "", "objects",
-                        "uevents", "handled", "walk", "writes", "settled", "total",
-                        "daemon CPU", "peak RSS");
+  absl::StrAppendFormat(&out, "%-30s %7s %7s %8s %8s %9s %9s %9s %11s %13s %9s\n", "",
+                        "objects", "uevents", "handled", "walk", "writes", "settled", "total",
+                        "daemon CPU", "+handlers CPU", "peak RSS");
   for (const PhaseSummary& p : phases) {
-    absl::StrAppendFormat(&out, "%-30s %7.0f %7.0f %8s %8.2f %9.2f %9.2f %9.2f %11s %9s\n",
-                          p.name, p.triggered, p.uevents,
-                          p.name == alone.name ? "-" : absl::StrFormat("%.0f", p.handled),
-                          p.walk_ms, p.writes_ms, p.settled_ms, p.total_ms,
-                          p.cpu_ms.has_value() ? absl::StrFormat("%.2f ms", *p.cpu_ms) : "-",
-                          p.rss_kib.has_value() ? absl::StrFormat("%.0f KiB", *p.rss_kib) : "-");
+    absl::StrAppendFormat(
+        &out, "%-30s %7.0f %7.0f %8s %8.2f %9.2f %9.2f %9.2f %11s %13s %9s\n", p.name,
+        p.triggered, p.uevents, p.name == alone.name ? "-" : absl::StrFormat("%.0f", p.handled),
+        p.walk_ms, p.writes_ms, p.settled_ms, p.total_ms,
+        p.cpu_ms.has_value() ? absl::StrFormat("%.2f ms", *p.cpu_ms) : "-",
+        p.cpu_with_handlers_ms.has_value() ? absl::StrFormat("%.2f ms", *p.cpu_with_handlers_ms)
+                                           : "-",
+        p.rss_kib.has_value() ? absl::StrFormat("%.0f KiB", *p.rss_kib) : "-");
+  }
+  absl::StrAppendFormat(&out,
+                        "(+handlers CPU: the daemon's CPU plus its handlers'; for the serial "
+                        "baseline its receiving thread's plus its handlers')\n");
+  if (phases[2].handler_lines.has_value() && phases[3].handler_lines.has_value()) {
+    absl::StrAppendFormat(&out, "append_line logged %.0f lines per daemon phase, %.0f per serial "
+                          "phase (medians)\n",
+                          *phases[2].handler_lines, *phases[3].handler_lines);
   }
   absl::StrAppendFormat(&out,
                         "(settled: from the first write until everything was handled; trigger "
@@ -749,7 +844,12 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
   absl::StrAppendFormat(&out,
                         "with %s: serial baseline / daemon = %.2fx (goal > 1x: the daemon "
                         "ahead; best run %.2fx)\n",
-                        options.program, serial_over_exec, best_serial_over_exec);
+                        HandlerName(options), serial_over_exec, best_serial_over_exec);
+  absl::StrAppendFormat(&out,
+                        "with %s, medians of the per-run ratios: daemon settled / serial settled "
+                        "= %.2fx (goal <= 0.7x); CPU of daemon + handlers / serial loop + "
+                        "handlers = %.2fx (goal <= 1.1x)\n",
+                        HandlerName(options), exec_over_serial, cpu_exec_over_serial);
   absl::StrAppendFormat(&out,
                         "runs held up by a SEQNUM gap: %d of %d; settle answered before every "
                         "uevent was read: %d times; phases that handled fewer than they got: %d\n",

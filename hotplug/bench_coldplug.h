@@ -56,6 +56,9 @@ struct ColdplugBenchOptions {
   std::string sysfs_root = "/sys";
   std::string action = "change";
   std::string program = "/bin/true";  // the handler of phases 3 and 4
+  // --append-line PATH: the append_line handler (bazel-bin/hotplug/bench/append_line), copied
+  // into a directory of its own and run instead of `program`; its log lines are counted.
+  std::string append_line;
   int runs = 5;
   size_t children_max = 0;  // 0: the daemon's default
   absl::Duration settle_timeout = absl::Seconds(60);
@@ -93,6 +96,13 @@ struct ColdplugMeasurement {
   uint64_t handler_failures = 0;  // failed or timed out
   // Daemon phases only.
   std::optional<absl::Duration> daemon_cpu;  // CPU time from just before the walk to settled
+  // Phases with a handler: the handlers' CPU time (the daemon's reaped children; the serial
+  // baseline's), and what handles the uevents plus the handlers: the daemon's CPU as in
+  // daemon_cpu, or the baseline thread's (receive, posix_spawn, waitpid) from its start.
+  std::optional<absl::Duration> handlers_cpu;
+  std::optional<absl::Duration> cpu_with_handlers;
+  // With --append-line: lines the handlers logged (one per run).
+  std::optional<uint64_t> handler_lines;
   std::optional<int64_t> daemon_peak_rss_kib;
   uint64_t early_settles = 0;
   std::map<std::string, uint64_t> daemon_status;  // counters once settled
@@ -105,7 +115,7 @@ struct ColdplugBenchReport {
 [[nodiscard]] absl::string_view ColdplugPhaseName(ColdplugPhase phase);
 
 // Parses the arguments after `bench coldplug`: --sysfs-root DIR, --action ACTION, --exec
-// PROGRAM, --runs N, --children-max N, --timeout SECONDS, --json. InvalidArgument for anything
+// PROGRAM, --append-line PATH, --runs N, --children-max N, --timeout SECONDS, --json. InvalidArgument for anything
 // else, and for an action other than `change` on a real sysfs (CheckColdplugAction).
 absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<std::string>& args);
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -224,6 +225,82 @@ int64_t PeakRssKiB(pid_t pid) {
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &kib)) return kib;
   }
   return -1;
+}
+
+int64_t ReapedChildrenCpuNs() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_CHILDREN, &usage) != 0) return -1;
+  auto ns = [](const timeval& tv) {
+    return static_cast<int64_t>(tv.tv_sec) * 1'000'000'000 +
+           static_cast<int64_t>(tv.tv_usec) * 1000;
+  };
+  return ns(usage.ru_utime) + ns(usage.ru_stime);
+}
+
+int64_t ThreadCpuNs() {
+  timespec ts;
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+absl::StatusOr<AppendLineHandler> AppendLineHandler::Copy(const std::string& source) {
+  const UniqueFd in(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in) return ErrnoStatus(absl::StrCat("open ", source));
+  AppendLineHandler handler;
+  char dir[] = "/tmp/hotring-bench-handler-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return ErrnoStatus("mkdtemp");
+  handler.dir_ = dir;
+  handler.program_ = absl::StrCat(dir, "/append_line");
+  const UniqueFd out(
+      ::open(handler.program_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755));
+  if (!out) return ErrnoStatus(absl::StrCat("create ", handler.program_));
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(in.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(absl::StrCat("read ", source));
+    if (n == 0) break;
+    if (::write(out.get(), buffer, static_cast<size_t>(n)) != n) {
+      return ErrnoStatus(absl::StrCat("write ", handler.program_));
+    }
+  }
+  return handler;
+}
+
+AppendLineHandler::AppendLineHandler(AppendLineHandler&& other) noexcept
+    : dir_(std::exchange(other.dir_, {})), program_(std::exchange(other.program_, {})) {}
+
+AppendLineHandler& AppendLineHandler::operator=(AppendLineHandler&& other) noexcept {
+  std::swap(dir_, other.dir_);
+  std::swap(program_, other.program_);
+  return *this;
+}
+
+AppendLineHandler::~AppendLineHandler() {
+  if (dir_.empty()) return;
+  ::unlink(absl::StrCat(program_, ".log").c_str());
+  ::unlink(program_.c_str());
+  ::rmdir(dir_.c_str());
+}
+
+absl::StatusOr<uint64_t> AppendLineHandler::TakeLines() {
+  const std::string log = absl::StrCat(program_, ".log");
+  const UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return 0;  // no handler ran
+    return ErrnoStatus(absl::StrCat("open ", log));
+  }
+  uint64_t lines = 0;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(absl::StrCat("read ", log));
+    if (n == 0) break;
+    lines += static_cast<uint64_t>(std::count(buffer, buffer + n, '\n'));
+  }
+  if (::unlink(log.c_str()) != 0) return ErrnoStatus(absl::StrCat("unlink ", log));
+  return lines;
 }
 
 }  // namespace hotring::hotplug

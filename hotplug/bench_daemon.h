@@ -74,6 +74,33 @@ class BenchDaemon {
 // Peak resident set size (VmHWM) of a process, in KiB; -1 when it cannot be read.
 [[nodiscard]] int64_t PeakRssKiB(pid_t pid);
 
+// CPU time (user + system) of every child this process has reaped so far, grandchildren its
+// children reaped included (getrusage RUSAGE_CHILDREN), in ns. A daemon's handlers count once
+// the daemon is reaped.
+[[nodiscard]] int64_t ReapedChildrenCpuNs();
+// CPU time of the calling thread so far, in ns.
+[[nodiscard]] int64_t ThreadCpuNs();
+
+// A copy of the append_line handler (hotplug/bench/append_line.c) in a fresh directory of its
+// own, so that its log (the copy's path + ".log") is the bench's alone; removed when dropped.
+class AppendLineHandler {
+ public:
+  static absl::StatusOr<AppendLineHandler> Copy(const std::string& source);
+  AppendLineHandler(AppendLineHandler&& other) noexcept;
+  AppendLineHandler& operator=(AppendLineHandler&& other) noexcept;
+  AppendLineHandler(const AppendLineHandler&) = delete;
+  ~AppendLineHandler();
+
+  [[nodiscard]] const std::string& program() const { return program_; }
+  // Lines logged since the last call (one per handler run), and empties the log.
+  absl::StatusOr<uint64_t> TakeLines();
+
+ private:
+  AppendLineHandler() = default;
+  std::string dir_;
+  std::string program_;
+};
+
 }  // namespace hotring::hotplug
 
 #endif  // HOTRING_HOTPLUG_BENCH_DAEMON_H_

@@ -42,6 +42,7 @@ struct BenchOptions {
   int64_t seed_events = 100;     // the seed's runs
   absl::Duration reorder_timeout = absl::Seconds(5);
   std::string program = "/bin/true";
+  std::string append_line;  // --append-line PATH: a copy of it is the handler
   int64_t children_max = 0;
   int cpu = 0;  // (a) pinned: the daemon and the sender on this CPU
   bool json = false;
@@ -60,6 +61,8 @@ constexpr char kBenchEventsUsage[] =
     "  --exec-events N       (b) events and the baseline's (default 2000)\n"
     "  --seed-events N       events of each seed run (default 100)\n"
     "  --exec PROGRAM        handler of (b) and the seed runs (default /bin/true)\n"
+    "  --append-line PATH    instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/\n"
+    "                        append_line, copied to a directory of its own; its lines counted\n"
     "  --children-max N      the daemon's --children-max\n"
     "  --reorder-timeout S   the gap run's --reorder-timeout (default 5)\n"
     "  --cpu N               the CPU of the pinned (a) figure (default 0)\n"
@@ -70,6 +73,11 @@ struct Figure {
   int64_t events = 0;
   double seconds = 0;
   std::optional<double> daemon_cpu_us_per_event;
+  // With a handler: the CPU of what handles the events (the daemon, or the serial loop) plus
+  // the handlers', from the first send to the last event handled (the daemon's start-up and
+  // shutdown left out).
+  std::optional<double> cpu_with_handlers_us_per_event;
+  std::optional<uint64_t> handler_lines;  // --append-line: lines its copies logged
 };
 
 std::string EventBytes(int64_t seqnum, int64_t device) {
@@ -150,6 +158,7 @@ absl::StatusOr<Figure> Pipeline(const std::string& name, const std::vector<std::
   BenchDaemon::Options options;
   options.args = {"--no-netlink", "--expect-seqnum", "0", "--log-level", "warning"};
   options.args.insert(options.args.end(), args.begin(), args.end());
+  const int64_t children_before = ReapedChildrenCpuNs();
   HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(std::move(options)));
   HOTRING_ASSIGN_OR_RETURN(const std::unique_ptr<SameCpu> pinned,
                            SameCpu::Pin(daemon.pid(), cpu));
@@ -164,11 +173,22 @@ absl::StatusOr<Figure> Pipeline(const std::string& name, const std::vector<std::
     // Includes the settle request and the reactor's start-up share: a small overcount.
     f.daemon_cpu_us_per_event = static_cast<double>(cpu_after - cpu_before) / 1000.0 / count;
   }
+  // The handlers' CPU arrives with the daemon's, once it is reaped: everything reaped less the
+  // daemon's own total (what it spends on stopping is counted as the handlers').
+  HOTRING_RETURN_IF_ERROR(daemon.Stop());
+  const int64_t children_after = ReapedChildrenCpuNs();
+  const bool has_handler = std::find(args.begin(), args.end(), "--exec") != args.end();
+  if (has_handler && f.daemon_cpu_us_per_event.has_value() && children_before >= 0 &&
+      children_after >= children_before + cpu_after) {
+    const double handlers_ns = static_cast<double>(children_after - children_before - cpu_after);
+    f.cpu_with_handlers_us_per_event = *f.daemon_cpu_us_per_event + handlers_ns / 1000.0 / count;
+  }
   return f;
 }
 
 // The plain C-style baseline: one process, one datagram at a time, spawn and wait.
-absl::StatusOr<Figure> SerialBaseline(const std::string& program, int64_t count) {
+absl::StatusOr<Figure> SerialBaseline(const std::string& program, const std::string& label,
+                                      int64_t count) {
   const std::string socket = absl::StrCat("@hotring-bench-serial-", ::getpid());
   HOTRING_ASSIGN_OR_RETURN(UniqueFd server, io::BindUnix(SOCK_DGRAM, socket));
   (void)io::SetReceiveBuffer(server.get(), 8 << 20);
@@ -177,6 +197,8 @@ absl::StatusOr<Figure> SerialBaseline(const std::string& program, int64_t count)
   std::thread sender([&] { send_status = SendAll(socket, 0, count); });
   char buffer[kMaxWireBytes];
   int64_t handled = 0;
+  const int64_t children_before = ReapedChildrenCpuNs();
+  const int64_t loop_before = ThreadCpuNs();
   for (; handled < count; ++handled) {
     if (::recv(server.get(), buffer, sizeof(buffer), 0) < 0) break;
     pid_t pid;
@@ -187,11 +209,20 @@ absl::StatusOr<Figure> SerialBaseline(const std::string& program, int64_t count)
     ::waitpid(pid, &status, 0);
   }
   const MonoTime end = MonoNow();
+  const int64_t loop_after = ThreadCpuNs();
+  const int64_t children_after = ReapedChildrenCpuNs();
   sender.join();
   HOTRING_RETURN_IF_ERROR(send_status);
   if (handled != count) return absl::InternalError("serial baseline stopped early");
-  return Figure{absl::StrCat("serial baseline (", program, ")"), count,
-                absl::ToDoubleSeconds(Since(start, end)), std::nullopt};
+  Figure f{absl::StrCat("serial baseline (", label, ")"), count,
+           absl::ToDoubleSeconds(Since(start, end)), std::nullopt};
+  if (loop_before >= 0 && loop_after >= loop_before && children_before >= 0 &&
+      children_after >= children_before) {
+    f.cpu_with_handlers_us_per_event =
+        static_cast<double>((loop_after - loop_before) + (children_after - children_before)) /
+        1000.0 / count;
+  }
+  return f;
 }
 
 std::string Format(const std::vector<Figure>& figures, double ratio, bool json) {
@@ -200,16 +231,28 @@ std::string Format(const std::vector<Figure>& figures, double ratio, bool json) 
     const std::string cpu = f.daemon_cpu_us_per_event.has_value()
                                 ? absl::StrFormat("%.2f", *f.daemon_cpu_us_per_event)
                                 : "";
+    const std::string with_handlers =
+        f.cpu_with_handlers_us_per_event.has_value()
+            ? absl::StrFormat("%.2f", *f.cpu_with_handlers_us_per_event)
+            : "";
     if (json) {
       parts.push_back(absl::StrFormat(
-          "{\"name\": %s, \"events\": %d, \"seconds\": %.6f, \"events_per_s\": %.0f%s}",
+          "{\"name\": %s, \"events\": %d, \"seconds\": %.6f, \"events_per_s\": %.0f%s%s%s}",
           JsonQuote(f.name), f.events, f.seconds, f.events / f.seconds,
-          cpu.empty() ? "" : absl::StrCat(", \"daemon_cpu_us_per_event\": ", cpu)));
+          cpu.empty() ? "" : absl::StrCat(", \"daemon_cpu_us_per_event\": ", cpu),
+          with_handlers.empty()
+              ? ""
+              : absl::StrCat(", \"cpu_with_handlers_us_per_event\": ", with_handlers),
+          f.handler_lines.has_value() ? absl::StrCat(", \"handler_lines\": ", *f.handler_lines)
+                                      : ""));
     } else {
-      parts.push_back(absl::StrFormat("%-36s %7d events %9.3f s %10.0f events/s%s", f.name,
-                                      f.events, f.seconds, f.events / f.seconds,
-                                      cpu.empty() ? "" : absl::StrCat("  daemon CPU ", cpu,
-                                                                      " us/event")));
+      parts.push_back(absl::StrFormat(
+          "%-36s %7d events %9.3f s %10.0f events/s%s%s%s", f.name, f.events, f.seconds,
+          f.events / f.seconds, cpu.empty() ? "" : absl::StrCat("  daemon CPU ", cpu, " us/event"),
+          with_handlers.empty() ? ""
+                                : absl::StrCat("  with handlers ", with_handlers, " us/event"),
+          f.handler_lines.has_value() ? absl::StrCat("  (", *f.handler_lines, " lines logged)")
+                                      : ""));
     }
   }
   if (json) {
@@ -253,6 +296,10 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
       absl::StatusOr<std::string> v = flags.String();
       if (v.ok()) options.program = *v;
       s = v.status();
+    } else if (f == "--append-line") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) options.append_line = *v;
+      s = v.status();
     } else if (f == "--cpu") {
       int64_t cpu = 0;
       take(cpu, 0);
@@ -265,6 +312,22 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
     }
     if (!s.ok()) return ReportError("bench events", s);
   }
+  std::optional<AppendLineHandler> append_line;
+  std::string label = options.program;
+  if (!options.append_line.empty()) {
+    absl::StatusOr<AppendLineHandler> copy = AppendLineHandler::Copy(options.append_line);
+    if (!copy.ok()) return ReportError("bench events", copy.status());
+    append_line = std::move(*copy);
+    options.program = append_line->program();
+    label = "append_line";
+  }
+  // Lines the handlers logged since the last figure, for figures that run the handler.
+  auto count_lines = [&](Figure& f) -> absl::Status {
+    if (!append_line.has_value()) return absl::OkStatus();
+    HOTRING_ASSIGN_OR_RETURN(const uint64_t lines, append_line->TakeLines());
+    if (f.cpu_with_handlers_us_per_event.has_value()) f.handler_lines = lines;
+    return absl::OkStatus();
+  };
   std::vector<std::string> common;
   if (options.children_max > 0) {
     common = {"--children-max", absl::StrCat(options.children_max)};
@@ -289,10 +352,9 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
                              SendMode::kSingle);
            },
            [&] {
-             return Pipeline(absl::StrCat("(b) --exec ", options.program), exec, 0,
-                             options.exec_events);
+             return Pipeline(absl::StrCat("(b) --exec ", label), exec, 0, options.exec_events);
            },
-           [&] { return SerialBaseline(options.program, options.exec_events); },
+           [&] { return SerialBaseline(options.program, label, options.exec_events); },
            [&] {
              return Pipeline(absl::StrCat("seed run: ", options.seed_events, " in order"), exec,
                              0, options.seed_events);
@@ -304,12 +366,21 @@ int BenchEventsCommand(const std::vector<std::string>& args) {
            }}) {
     absl::StatusOr<Figure> figure = step();
     if (!figure.ok()) return ReportError("bench events", figure.status());
+    if (const absl::Status counted = count_lines(*figure); !counted.ok()) {
+      return ReportError("bench events", counted);
+    }
     figures.push_back(std::move(*figure));
   }
   // (b) over the serial baseline, the two figures after the three (a) ones.
   const double ratio = (figures[3].events / figures[3].seconds) /
                        (figures[4].events / figures[4].seconds);
   std::fputs(Format(figures, ratio, options.json).c_str(), stdout);
+  if (!options.json && figures[3].cpu_with_handlers_us_per_event.has_value() &&
+      figures[4].cpu_with_handlers_us_per_event.has_value()) {
+    std::printf("CPU of daemon + handlers / serial loop + handlers: %.2fx\n",
+                *figures[3].cpu_with_handlers_us_per_event /
+                    *figures[4].cpu_with_handlers_us_per_event);
+  }
   return 0;
 }
 

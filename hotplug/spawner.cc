@@ -15,7 +15,10 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -90,6 +93,8 @@ struct ChildArgs {
   // The write end of a close-on-exec pipe for the fork-style methods, where the child's memory
   // is a copy. -1 with CLONE_VM: the child writes `failure` directly.
   int error_fd = -1;
+  // Bit n-1 set: signal n is caught or ignored here and must be reset to SIG_DFL in the child.
+  uint64_t reset_signals = ~uint64_t{0};
   ChildFailure failure;
 };
 
@@ -130,9 +135,12 @@ __attribute__((no_sanitize("address", "undefined"))) [[noreturn]] void ChildMain
   // Reset every disposition to the default (SIG_DFL is 0, so an all-zero kernel sigaction is
   // right on every layout) before unblocking: the daemon's handlers must never run in the
   // child, and an ignored SIGPIPE must not be inherited through execve.
+  // Only the signals the parent found caught or ignored (ChildArgs::reset_signals): the rest
+  // are at SIG_DFL already, and each call is a system call while the parent waits.
   const uint64_t zero[4] = {0, 0, 0, 0};
   for (int sig = 1; sig <= kMaxSignal; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
+    if ((args->reset_signals & (uint64_t{1} << (sig - 1))) == 0) continue;
     (void)syscall(SYS_rt_sigaction, sig, zero, nullptr, kKernelSigsetBytes);
   }
   if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, zero, nullptr, kKernelSigsetBytes) != 0) {
@@ -159,6 +167,47 @@ __attribute__((no_sanitize("address", "undefined"))) [[noreturn]] void ChildMain
 
 __attribute__((no_sanitize("address", "undefined"))) int CloneEntry(void* args) {
   ChildMain(static_cast<ChildArgs*>(args));
+}
+
+// The signals whose disposition is not SIG_DFL (SigIgn | SigCgt of /proc/self/status), as a
+// mask with bit n-1 for signal n; every signal if the file cannot be read or parsed. Read at
+// each spawn, so a handler installed at any time is still reset in the child: resetting all
+// 62 in the child cost 62 system calls per handler, with the parent suspended meanwhile.
+uint64_t SignalsToReset() {
+  constexpr uint64_t kAll = ~uint64_t{0};
+  char text[4096];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return kAll;
+  size_t len = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, text + len, sizeof(text) - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<size_t>(n);
+    if (len == sizeof(text) - 1) break;
+    // SigCgt comes after SigIgn: once its line is complete, the read that would return end of
+    // file can be saved.
+    const absl::string_view so_far(text, len);
+    const size_t cgt = so_far.find("\nSigCgt:");
+    if (cgt != absl::string_view::npos && so_far.find('\n', cgt + 1) != absl::string_view::npos) {
+      break;
+    }
+  }
+  ::close(fd);
+  const absl::string_view status(text, len);
+  uint64_t mask = 0;
+  int found = 0;
+  for (const absl::string_view key : {"\nSigIgn:", "\nSigCgt:"}) {
+    const size_t at = status.find(key);
+    if (at == absl::string_view::npos) return kAll;
+    absl::string_view hex = status.substr(at + key.size());
+    hex = hex.substr(0, hex.find('\n'));
+    uint64_t value = 0;
+    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(hex), &value)) return kAll;
+    mask |= value;
+    ++found;
+  }
+  return found == 2 ? mask : kAll;
 }
 
 // Blocks every signal for its lifetime (around a clone, so the child starts with none
@@ -521,6 +570,7 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   args.stdin_fd = dev_null_.get();
   args.stdout_fd = out_write.get();
   args.stderr_fd = err_write.get();
+  args.reset_signals = SignalsToReset();
 
   UniqueFd error_read, error_write;
   if (method != Method::kCloneVfork) {

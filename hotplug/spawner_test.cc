@@ -436,6 +436,11 @@ TEST_F(SpawnerTest, ChildStartsWithDefaultSignalStateWhateverTheDaemonHas) {
   ignore.sa_handler = SIG_IGN;
   struct sigaction old_pipe {};
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  // A real-time signal too: the child resets only what the parent's SigIgn/SigCgt list, and
+  // that list must cover all 64 signals.
+  const int rt_signal = SIGRTMIN + 5;
+  struct sigaction old_rt {};
+  ASSERT_EQ(::sigaction(rt_signal, &ignore, &old_rt), 0);
 
   SpawnRequest request;
   request.program = HelperPath();
@@ -444,6 +449,7 @@ TEST_F(SpawnerTest, ChildStartsWithDefaultSignalStateWhateverTheDaemonHas) {
   const absl::StatusOr<SpawnResult> result = RunOnce(*spawner_, request);
 
   ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(rt_signal, &old_rt, nullptr);
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_TRUE(result->exit.success());

@@ -9,7 +9,9 @@
 # Every figure is taken with the same settings and the same CPU placement for seed and ours
 # ("same": every process on CPU 0; "split": server on CPU 0, clients on CPU 1), interleaved
 # (seed, ours, ours, seed, ...) so that drift in the machine's load hits both alike, several
-# times; the table shows medians.
+# times; the table shows medians. Two more rows set ours against the floor of a sync round trip
+# on one CPU without the reactor (testing/bench/uds_floor.c: a blocking write/read pair, and raw
+# liburing with the send linked to the receive).
 #
 # usage: testing/bench/compare_seeds.sh [--seeds DIR] [--hotring BIN] [--runs N] [--quick]
 #                                       [--only uds|sysv|dgram] [--sysv-seconds T]
@@ -185,6 +187,23 @@ measure_uds() {  # run mode calls placement
   record "$key|ours" "$o"
 }
 
+# The floor of a sync round trip on CPU 0 without the reactor (testing/bench/uds_floor.c): a
+# blocking write/read pair, and raw liburing with the send linked to the receive as ours does.
+measure_floor() {  # run
+  local run=$1 f key b u o
+  [[ -x "$WORK/uds_floor" ]] || return 0
+  key="floor|$LOOPS_SAME"
+  f() { "$WORK/uds_floor" "$1" "$SIZE" "$LOOPS_SAME" | awk '{ printf "%.6f", $2 * '"$LOOPS_SAME"' / 1e6 }'; }
+  if (( run % 2 )); then
+    b=$(f blocking); u=$(f uring); o=$(ours_uds single sync "$LOOPS_SAME" 0 0)
+  else
+    o=$(ours_uds single sync "$LOOPS_SAME" 0 0); u=$(f uring); b=$(f blocking)
+  fi
+  record "$key|blocking" "$b"
+  record "$key|uring" "$u"
+  record "$key|ours" "$o"
+}
+
 measure_sysv() {  # run queues
   local run=$1 q=$2 s o key="sysv|$2"
   local seed_cmd=("$WORK/pmsg" "$q" "$SYSV_SECONDS")
@@ -259,6 +278,9 @@ NCPU=$(nproc)
 [[ -n "$RAW" ]] && : >"$RAW"
 cc -O2 -shared -fPIC -o "$WORK/select_timer.so" "$ROOT/testing/bench/select_timer.c" -ldl ||
   die "cannot build the select() timer"
+# Needs liburing-dev; without it the floor rows are left out.
+cc -O2 -o "$WORK/uds_floor" "$ROOT/testing/bench/uds_floor.c" -luring 2>/dev/null ||
+  echo "compare_seeds.sh: cannot build uds_floor (liburing-dev missing?); no floor rows" >&2
 
 PLACEMENTS=(same)
 (( NCPU >= 2 )) && PLACEMENTS+=(split)
@@ -277,6 +299,7 @@ for run in $(seq "$RUNS"); do
         done
       done
     done
+    measure_floor "$run"
   fi
   if want sysv; then
     for q in "${SYSV_QUEUES[@]}"; do measure_sysv "$run" "$q"; done
@@ -342,6 +365,18 @@ if want uds; then
         fi
       done
     done
+  done
+fi
+if want uds && [[ -x "$WORK/uds_floor" ]]; then
+  key="floor|$LOOPS_SAME"
+  us() { awk -v t="$1" -v n="$LOOPS_SAME" 'BEGIN { printf "%.2f", t * 1e6 / n }'; }
+  o=$(median "${SAMPLES[$key|ours]}")
+  for floor in blocking uring; do
+    f=$(median "${SAMPLES[$key|$floor]}")
+    r=$(pair_ratio "${SAMPLES[$key|$floor]}" "${SAMPLES[$key|ours]}")
+    text="blocking write/read pair"
+    [[ "$floor" == uring ]] && text="raw liburing, send linked to recv"
+    echo "| uds single sync ($SIZE B, $LOOPS_SAME calls) against the floor: $text (uds_floor) | all on CPU 0 | us/msg (floor / ours) | $(us "$f") ($(us "$(best "${SAMPLES[$key|$floor]}" min)")) | $(us "$o") ($(us "$(best "${SAMPLES[$key|ours]}" min)")) | $r | | |"
   done
 fi
 if want sysv; then
