@@ -159,6 +159,8 @@ class Daemon : private StepRecorder {
   void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
   // A device was handled: tell the `settle --for` requests.
   void OfferToDeviceSettlers(HandledDevice& device);
+  // The reply to a `settle --for` whose conditions are all met, with the devices that met them.
+  void SendSettled(const io::SocketAddress& to, uint32_t cookie, const SettleWaiter& waiter);
   // Reads the device's superblock for LABEL/UUID (once per handling).
   void Probe(HandledDevice& device);
   [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -32,6 +33,19 @@ struct BootCmdline {
 // above; unknown words are ignored (they belong to the kernel or to the next init). A bad
 // number keeps the default: nothing on the command line may stop the boot.
 [[nodiscard]] BootCmdline ParseBootCmdline(absl::string_view text);
+
+// What root= names and how `hotring init` waits for it: a `settle --for` condition, and the
+// node to mount when root= names it (empty when the device that meets the condition says).
+// Owns its strings.
+struct RootSpec {
+  std::string condition;  // "DEVNAME=vda", "LABEL=hotring-root", "UUID=0a1b..."
+  std::string device;     // "/dev/vda"; "" for LABEL= and UUID=
+};
+
+// root=/dev/NAME, root=LABEL=L or root=UUID=U (as a filesystem's superblock says them).
+// InvalidArgument for an empty value; Unimplemented for the other forms the kernel or other
+// initrds take (PARTUUID=, PARTLABEL=, MAJ:MIN, /dev/disk/by-*), so the console says why.
+[[nodiscard]] absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root);
 
 // The words of a kernel command line with the kernel's quoting rules, quotes removed.
 [[nodiscard]] std::vector<std::string> SplitCmdline(absl::string_view text);

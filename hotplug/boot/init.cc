@@ -310,29 +310,37 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   Report("end");
 }
 
-// Waits until root= names a block device the daemon has handled (its node made, its rules
-// applied): `settle --for DEVNAME=NAME`, without waiting for anything else.
-absl::Status WaitForRoot(const BootCmdline& cmdline) {
-  if (!absl::StartsWith(cmdline.root, "/dev/")) {
-    return absl::UnimplementedError(
-        absl::StrCat("root=", cmdline.root, ": only /dev/NAME is understood"));
-  }
-  const std::vector<std::string> device = {absl::StrCat("DEVNAME=", cmdline.root.substr(5))};
-  if (absl::Status handled = SettleFor(kDefaultSocket, device, cmdline.root_wait);
-      !handled.ok()) {
+// Waits until the device root= names has been handled (its node made, its rules applied):
+// `settle --for DEVNAME=NAME`, or LABEL=/UUID= of its filesystem, without waiting for anything
+// else. Returns the node to mount: root= itself, or /dev/ and the DEVNAME of the device whose
+// superblock matched.
+absl::StatusOr<std::string> WaitForRoot(const BootCmdline& cmdline) {
+  HOTRING_ASSIGN_OR_RETURN(const RootSpec spec, ParseRootSpec(cmdline.root));
+  absl::StatusOr<std::vector<std::string>> handled =
+      SettleForDevices(kDefaultSocket, {spec.condition}, cmdline.root_wait);
+  if (!handled.ok()) {
     return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " was not handled in ",
                                             absl::FormatDuration(cmdline.root_wait), ": ",
-                                            handled.ToString()));
+                                            handled.status().ToString()));
+  }
+  std::string device = spec.device;
+  if (device.empty()) {
+    if (handled->front().empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("root=", cmdline.root, " was met by a device without a node"));
+    }
+    device = absl::StrCat("/dev/", handled->front());
+    Say(absl::StrCat("hotring init: root=", cmdline.root, " is ", device));
   }
   struct stat st {};
-  if (::stat(cmdline.root.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-    return absl::NotFoundError(absl::StrCat("root device ", cmdline.root,
+  if (::stat(device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("root device ", device,
                                             " was handled but is not a block device node"));
   }
-  return absl::OkStatus();
+  return device;
 }
 
-absl::Status MountRoot(const BootCmdline& cmdline) {
+absl::Status MountRoot(const BootCmdline& cmdline, const std::string& device) {
   if (::mkdir("/root", 0755) != 0 && errno != EEXIST) return ErrnoStatus("mkdir(/root)");
   std::vector<std::string> types;
   if (!cmdline.root_fstype.empty()) {
@@ -343,13 +351,13 @@ absl::Status MountRoot(const BootCmdline& cmdline) {
   const unsigned long flags = cmdline.root_rw ? 0 : MS_RDONLY;
   std::string errors;
   for (const std::string& type : types) {
-    if (::mount(cmdline.root.c_str(), "/root", type.c_str(), flags,
+    if (::mount(device.c_str(), "/root", type.c_str(), flags,
                 cmdline.root_flags.empty() ? nullptr : cmdline.root_flags.c_str()) == 0) {
       return absl::OkStatus();
     }
     absl::StrAppend(&errors, errors.empty() ? "" : ", ", type, ": ", std::strerror(errno));
   }
-  return absl::NotFoundError(absl::StrCat("mount ", cmdline.root, " on /root failed (", errors,
+  return absl::NotFoundError(absl::StrCat("mount ", device, " on /root failed (", errors,
                                           ")"));
 }
 
@@ -470,11 +478,12 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     daemon->Stop(absl::Seconds(5));
     PowerOff(cmdline.test ? "" : "no root= given");
   }
-  if (absl::Status root = WaitForRoot(cmdline); !root.ok()) PowerOff(root.ToString());
-  if (absl::Status root = MountRoot(cmdline); !root.ok()) PowerOff(root.ToString());
+  absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
+  if (!root_device.ok()) PowerOff(root_device.status().ToString());
+  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
   // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
   daemon->Stop(absl::Seconds(5));
-  Say(absl::StrCat("hotring init: switching to ", cmdline.root, ", exec ", cmdline.init));
+  Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
   const absl::Status switched = SwitchRoot(cmdline);
   PowerOff(switched.ToString());
 }
@@ -488,7 +497,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
         "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
         "  then switches to root= or powers off (no root=, or hotring.test).\n"
-        "  kernel command line: root= rootfstype= rootflags= rw ro init= hotring.test\n"
+        "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro init= hotring.test\n"
         "  hotring.stat=/dev/A,/dev/B hotring.rootwait=S hotring.settle_timeout=S\n",
         stdout);
     return 0;
