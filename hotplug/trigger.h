@@ -5,7 +5,7 @@
 //   hotring trigger [--sysfs-root DIR] [--action ACTION] [--type all|devices|subsystems]
 //                   [--subsystem-match GLOB]... [--subsystem-nomatch GLOB]...
 //                   [--sysname-match GLOB]... [--attr-match ATTR[=GLOB]]...
-//                   [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
+//                   [--drivers-first] [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
 // do ("ACTION -> PATH"); every failure on stderr; then one summary line on stdout:
@@ -47,6 +47,12 @@ struct TriggerOptions {
   std::string sysfs_root = std::string(kDefaultSysfsRoot);
   std::string action = "change";
   SysfsFilter filter;  // --type, --subsystem-match/-nomatch, --sysname-match, --attr-match
+  // --drivers-first: before the walk, write into the devices that have a `modalias` and no
+  // bound driver (under bus/*/devices/), so the module loads they cause, the long pole of a
+  // boot, start before the other few hundred objects are walked and written; then everything
+  // else in udevadm's order (those devices are not written twice). Only without subsystem,
+  // sysname and attribute patterns; with them it changes nothing.
+  bool drivers_first = false;
   bool dry_run = false;
   bool verbose = false;
   bool settle = false;

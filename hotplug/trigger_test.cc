@@ -167,6 +167,33 @@ TEST(TriggerTest, WritesChangeIntoEveryObjectInUdevadmOrder) {
   for (const std::string& object : AllInOrder()) EXPECT_EQ(Uevent(sys, object), "change") << object;
 }
 
+// A device that waits for its driver (a modalias, no driver link) is written before the walk;
+// one whose driver is bound, and everything else, in udevadm's order; none twice.
+TEST(TriggerTest, DriversFirstWritesUnboundDevicesBeforeTheWalk) {
+  FakeSysfs sys = MakeMachine();
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kAhci.substr(1), "/modalias"), "pci:v00008086d00002922\n").ok());
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kUsb1.substr(1), "/modalias"), "usb:v1D6Bp0002\n").ok());
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kUsb1.substr(1), "/driver"), "").ok());  // bound
+  WriteOrder order(sys, AllInOrder());
+  const RunResult run = Trigger({"--sysfs-root", sys.root(), "--action", "add", "--drivers-first"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "13 triggered, 0 failed\n");
+  std::vector<std::string> expected = {std::string(kAhci)};
+  for (const std::string& object : AllInOrder()) {
+    if (object != kAhci) expected.push_back(object);
+  }
+  EXPECT_THAT(order.Read(), ElementsAreArray(expected));
+  for (const std::string& object : AllInOrder()) EXPECT_EQ(Uevent(sys, object), "add") << object;
+
+  // With a pattern it changes nothing: the filtered walk's order.
+  WriteOrder filtered_order(sys, AllInOrder());
+  const RunResult filtered = Trigger({"--sysfs-root", sys.root(), "--drivers-first",
+                                      "--subsystem-match", "pci"});
+  EXPECT_EQ(filtered.code, 0) << filtered.err;
+  EXPECT_THAT(filtered_order.Read(),
+              ElementsAreArray({std::string(kPci), std::string(kAhci)}));
+}
+
 TEST(TriggerTest, ActionAndTypeSelectWhatIsWritten) {
   FakeSysfs sys = MakeMachine();
   WriteOrder order(sys, AllInOrder());

@@ -66,6 +66,8 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       ReadSeconds(value, &cmdline.settle_timeout);
     } else if (key == "hotring.settle_for" && absl::StrContains(value, '=')) {
       cmdline.settle_for.emplace_back(value);
+    } else if (key == "hotring.drivers_first") {
+      cmdline.drivers_first = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.timeline") {
       cmdline.timeline = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.test") {

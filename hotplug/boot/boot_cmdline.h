@@ -22,6 +22,9 @@ struct BootCmdline {
   absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
   bool test = false;          // hotring.test: report, then power off even with root=
   bool timeline = false;      // hotring.timeline: print the daemon's timeline after the report
+  // hotring.drivers_first=0: coldplug in udevadm's order alone, without writing the devices
+  // that wait for a driver first (`trigger --drivers-first`); to compare the two.
+  bool drivers_first = true;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

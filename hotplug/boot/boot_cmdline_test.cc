@@ -70,6 +70,13 @@ TEST(BootCmdlineTest, QuotesGroupWordsAsTheKernelDoes) {
   EXPECT_THAT(SplitCmdline("x=\"y z"), ElementsAre("x=y z"));
 }
 
+TEST(BootCmdlineTest, DriversFirstUnlessTurnedOff) {
+  EXPECT_TRUE(ParseBootCmdline("quiet").drivers_first);
+  EXPECT_TRUE(ParseBootCmdline("hotring.drivers_first").drivers_first);
+  EXPECT_FALSE(ParseBootCmdline("hotring.drivers_first=0").drivers_first);
+  EXPECT_FALSE(ParseBootCmdline("hotring.drivers_first=no").drivers_first);
+}
+
 TEST(RootSpecTest, DeviceNodeLabelAndUuid) {
   absl::StatusOr<RootSpec> node = ParseRootSpec("/dev/vda");
   ASSERT_TRUE(node.ok()) << node.status();

@@ -438,6 +438,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const absl::Duration coldplug_start = BootTime();
   TriggerOptions trigger;
   trigger.action = "add";
+  // The devices waiting for a driver first: their module loads are most of the boot, and start
+  // before the other few hundred objects (modules, buses, drivers, bound devices) are written.
+  trigger.drivers_first = cmdline.drivers_first;
   FILE* quiet = std::fopen("/dev/null", "w");
   TriggerEnvironment env;
   env.out = quiet != nullptr ? quiet : stdout;
@@ -497,8 +500,10 @@ int InitCommand(const std::vector<std::string>& args) {
         "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
         "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
         "  then switches to root= or powers off (no root=, or hotring.test).\n"
-        "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro init= hotring.test\n"
-        "  hotring.stat=/dev/A,/dev/B hotring.rootwait=S hotring.settle_timeout=S\n",
+        "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro\n"
+        "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
+        "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
+        "  hotring.drivers_first=0 hotring.modules_serial\n",
         stdout);
     return 0;
   }

@@ -7,6 +7,9 @@
 #   hotring          hotring's image (mkimage.sh): `hotring init`, drivers loaded by hotring
 #                    from MODALIAS (with a hotring that has no modules stage yet: by its
 #                    --exec handler running busybox modprobe; the table says which)
+#   hotring-serial   hotring's image booted with hotring.modules_serial (one load at a time)
+#   hotring-walk     hotring's image booted with hotring.drivers_first=0 (coldplug in
+#                    udevadm's order only, not the devices that wait for a driver first)
 #   hotring-hostonly the same with --host-only (only this machine's modaliases: smaller)
 #   mdev             busybox `mdev -d` with the modalias idiom
 #                    `$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"` plus a sysfs modalias scan;
@@ -101,8 +104,16 @@ if ! "$hotring" modprobe --help >/dev/null 2>&1; then
   hotring_args="--with-shell --modprobe-handler"
   hotring_label="hotring+busybox-modprobe-handler"
 fi
+# The image file an image name boots (hotring-serial and hotring-walk are hotring's image with
+# another command line).
+image_file() {
+  case "$1" in
+    hotring-serial|hotring-walk) echo "$work/hotring.img" ;;
+    *) echo "$work/$1.img" ;;
+  esac
+}
 build() {
-  img="$work/$1.img"
+  img=$(image_file "$1")
   [ -s "$img" ] && return 0
   echo "bench_boot: building $1" >&2
   case "$1" in
@@ -131,8 +142,12 @@ for run in $(seq 1 "$runs"); do
       # for the USB keyboard's HID device, which the hub thread enumerates after coldplug. The
       # host-only image may have no USB driver: it settles on coldplug alone.
       append="hotring.test"
-      [ "$i" = hotring ] && append="$append hotring.settle_for=SUBSYSTEM=hid"
-      sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/$i.img" --disk "$work/disk.img" \
+      case "$i" in
+        hotring) append="$append hotring.settle_for=SUBSYSTEM=hid" ;;
+        hotring-serial) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_serial" ;;
+        hotring-walk) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.drivers_first=0" ;;
+      esac
+      sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
       line=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: time //p' | head -n 1)
       mods=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: modules //p' | head -n 1 | wc -w)
@@ -156,9 +171,11 @@ for smp in $smps; do
     label=$i
     [ "$i" = hotring ] && label=$hotring_label
     [ "$i" = hotring-hostonly ] && label="$hotring_label --host-only"
+    [ "$i" = hotring-serial ] && label="$hotring_label modules_serial"
+    [ "$i" = hotring-walk ] && label="$hotring_label drivers_first=0"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
-    printf '%-34s %4s %16s %18s %8s %10s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$work/$i.img" | cut -f1)"
+    printf '%-34s %4s %16s %18s %8s %10s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$(image_file "$i")" | cut -f1)"
   done
 done
