@@ -102,8 +102,9 @@ bool Exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// --drivers-first: the devices under bus/*/devices/ (buses in name order) with a `modalias`
-// and no `driver` link, as DEVPATHs (symlinks resolved, relative to the resolved root). Nothing
+// --drivers-first: the devices under bus/*/devices/ with a `modalias` and no `driver` link,
+// as DEVPATHs (symlinks resolved, relative to the resolved root), fewest path components
+// first. Nothing
 // is read but directory entries and two lstat calls per device, so the first write comes after
 // a few directory reads, not after the whole walk.
 struct Unbound {
@@ -127,6 +128,13 @@ std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
       found.push_back(Unbound{std::string(devpath), dir + "/uevent"});
     }
   }
+  // Shallow first: a controller (a PCI function at depth 2) is what a driver binds to before
+  // the devices below it can appear and want theirs; deep ACPI namespace objects rarely match
+  // a module. Ties keep the bus order.
+  std::stable_sort(found.begin(), found.end(), [](const Unbound& a, const Unbound& b) {
+    return std::count(a.devpath.begin(), a.devpath.end(), '/') <
+           std::count(b.devpath.begin(), b.devpath.end(), '/');
+  });
   return found;
 }
 

@@ -48,8 +48,9 @@ struct TriggerOptions {
   std::string action = "change";
   SysfsFilter filter;  // --type, --subsystem-match/-nomatch, --sysname-match, --attr-match
   // --drivers-first: before the walk, write into the devices that have a `modalias` and no
-  // bound driver (under bus/*/devices/), so the module loads they cause, the long pole of a
-  // boot, start before the other few hundred objects are walked and written; then everything
+  // bound driver (under bus/*/devices/; shallowest DEVPATH first, so controllers come before
+  // what sits below them), so the module loads they cause, the long pole of a boot, start
+  // before the other few hundred objects are walked and written; then everything
   // else in udevadm's order (those devices are not written twice). Only without subsystem,
   // sysname and attribute patterns; with them it changes nothing.
   bool drivers_first = false;

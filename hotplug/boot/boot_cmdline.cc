@@ -68,6 +68,8 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       cmdline.settle_for.emplace_back(value);
     } else if (key == "hotring.drivers_first") {
       cmdline.drivers_first = !(value == "0" || value == "n" || value == "no");
+    } else if (key == "hotring.coldplug_subsystems") {
+      cmdline.coldplug_subsystems = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.timeline") {
       cmdline.timeline = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.test") {

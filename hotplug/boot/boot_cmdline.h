@@ -25,6 +25,11 @@ struct BootCmdline {
   // hotring.drivers_first=0: coldplug in udevadm's order alone, without writing the devices
   // that wait for a driver first (`trigger --drivers-first`); to compare the two.
   bool drivers_first = true;
+  // hotring.coldplug_subsystems: coldplug also writes the module, bus and driver objects
+  // (`trigger --type all`). Off by default, as `udevadm trigger`'s default: about as many
+  // objects as there are devices, whose events carry no device to handle, cost the boot CPU
+  // while drivers load.
+  bool coldplug_subsystems = false;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

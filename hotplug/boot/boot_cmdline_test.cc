@@ -77,6 +77,13 @@ TEST(BootCmdlineTest, DriversFirstUnlessTurnedOff) {
   EXPECT_FALSE(ParseBootCmdline("hotring.drivers_first=no").drivers_first);
 }
 
+TEST(BootCmdlineTest, ColdplugOfSubsystemObjectsOnlyWhenAsked) {
+  EXPECT_FALSE(ParseBootCmdline("quiet").coldplug_subsystems);
+  EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems").coldplug_subsystems);
+  EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems=1").coldplug_subsystems);
+  EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_subsystems=0").coldplug_subsystems);
+}
+
 TEST(RootSpecTest, DeviceNodeLabelAndUuid) {
   absl::StatusOr<RootSpec> node = ParseRootSpec("/dev/vda");
   ASSERT_TRUE(node.ok()) << node.status();

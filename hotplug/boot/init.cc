@@ -171,6 +171,7 @@ class DaemonChild {
     return absl::InternalError("the daemon closed its ready fd without being ready");
   }
   DaemonChild& operator=(DaemonChild&&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
   DaemonChild(const DaemonChild&) = delete;
 
   // The daemon's exit, if it has exited (reaped here).
@@ -269,8 +270,19 @@ std::string KmsgFact() {
   return absl::StrCat("kmsg hotring_lines=", lines, " suppressed_notes=", suppressed);
 }
 
+CpuTicks MachineCpu() {
+  absl::StatusOr<std::string> text = ReadFile("/proc/stat");
+  return text.ok() ? ParseProcStatCpu(*text) : CpuTicks{};
+}
+
+uint64_t ProcessCpu(pid_t pid) {
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  return text.ok() ? ParseProcPidCpuTicks(*text) : 0;
+}
+
 void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
-                absl::Duration settled, const std::vector<std::string>& modules) {
+                absl::Duration settled, const std::vector<std::string>& modules,
+                const std::string& cpu_fact) {
   Report(absl::StrFormat("time init_ms=%.1f settled_ms=%.1f", Millis(init_start), Millis(settled)));
   Report(StatusFact(status));
   for (const std::string& node : cmdline.stat_nodes) {
@@ -307,6 +319,7 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   for (const std::string& m : modules) absl::StrAppend(&line, " ", m);
   Report(line);
   Report(KmsgFact());
+  Report(cpu_fact);
   Report("end");
 }
 
@@ -422,6 +435,8 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const absl::Duration init_start = BootTime();
   ::umask(022);
   absl::Status mounted = MountEarly();
+  // Where the boot's CPU goes between /init and settled: working or idle (the loads' sleeps).
+  const CpuTicks cpu_start = MachineCpu();
   EnsureConsole();
   if (!mounted.ok()) PowerOff(mounted.ToString());
   absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
@@ -434,13 +449,14 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     PowerOff(ready.ToString());
   }
 
-  // Coldplug: `trigger --action add --settle`, in process.
+  // Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process.
   const absl::Duration coldplug_start = BootTime();
   TriggerOptions trigger;
   trigger.action = "add";
   // The devices waiting for a driver first: their module loads are most of the boot, and start
   // before the other few hundred objects (modules, buses, drivers, bound devices) are written.
   trigger.drivers_first = cmdline.drivers_first;
+  trigger.filter.subsystems = cmdline.coldplug_subsystems;
   FILE* quiet = std::fopen("/dev/null", "w");
   TriggerEnvironment env;
   env.out = quiet != nullptr ? quiet : stdout;
@@ -454,6 +470,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     settled = SettleFor(kDefaultSocket, cmdline.settle_for, cmdline.settle_timeout);
   }
   const absl::Duration settled_at = BootTime();
+  const std::string cpu_fact = CpuFact(cpu_start, MachineCpu(), ProcessCpu(::getpid()),
+                                       ProcessCpu(daemon->pid()),
+                                       static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
 
@@ -463,7 +482,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
       ParseProcModules(proc_modules.ok() ? *proc_modules : "");
   const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
   Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
-  PrintFacts(cmdline, fields, init_start, settled_at, modules);
+  PrintFacts(cmdline, fields, init_start, settled_at, modules, cpu_fact);
   if (cmdline.timeline) {
     // For `hotring report --svg` on the host: the console is the guest's only way out.
     absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
@@ -503,7 +522,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro\n"
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
-        "  hotring.drivers_first=0 hotring.modules_serial\n",
+        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.modules_serial\n",
         stdout);
     return 0;
   }
