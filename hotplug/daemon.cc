@@ -913,6 +913,20 @@ void Daemon::Step(const Event& event, absl::string_view what, absl::Duration too
   timeline_.Step(MonoNow(), event, took, what, ok);
 }
 
+void Daemon::LetDevicesBelowStart(const Event& event) {
+  // The handler holds a reference to its record's event: find the record by that address
+  // (a few hundred live events at most, and once per event that loads a driver).
+  for (const auto& [id, record] : events_) {
+    if (&record.event != &event) continue;
+    if (const absl::Status released = scheduler_.ReleaseDescendants(id); !released.ok()) {
+      LogError("scheduler: %s", released.ToString());
+      return;
+    }
+    Pump();
+    return;
+  }
+}
+
 void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& from) {
   ControlReply reply;
   reply.cookie = request.cookie;

@@ -166,6 +166,11 @@ Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& ev
   }
   const size_t wanted = plan->modules.size();
   const MonoTime asked_at = MonoNow();
+  // A device without a node (a PCI function, a USB interface) whose driver is about to load:
+  // the devices that driver's probe creates below it need not wait for the load to end (udevd
+  // makes them wait; here virtio_net would wait for all of virtio_pci's init). A device with a
+  // node keeps the strict order: the rules after this link make its node for those below.
+  if (recorder_ != nullptr && event.devname.empty()) recorder_->LetDevicesBelowStart(event);
   const PlanResult loaded = co_await loader_->Load(reactor, std::move(*plan));
   if (recorder_ != nullptr) RecordSteps(event, loaded, asked_at);
   const size_t failures = loaded.failures();

@@ -144,8 +144,31 @@ class StepLog final : public StepRecorder {
   void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override {
     steps.push_back(absl::StrCat(event.seqnum.value_or(0), " ", what, ok ? " ok" : " error"));
   }
+  void LetDevicesBelowStart(const Event& event) override {
+    // Before any load of the event ended: its steps are not in yet.
+    released.push_back(absl::StrCat(event.seqnum.value_or(0), " after ", steps.size(), " steps"));
+  }
   std::vector<std::string> steps;
+  std::vector<std::string> released;
 };
+
+// A device without a node lets the devices below it start while its driver loads; one with a
+// node (the rules after this link make it) does not; nor does an event with nothing to load.
+TEST_F(ModulesHandlerTest, ANodelessDeviceLetsTheDevicesBelowItStartWhileItsDriverLoads) {
+  MakeHandler();
+  StepLog log;
+  handler_->SetStepRecorder(&log);
+  Handle(AddEvent("pci:e1000e"));
+  Event with_node = AddEvent("pci:broken");
+  with_node.seqnum = 8;
+  with_node.devname = "fw0";
+  Handle(with_node);
+  Event unmatched = AddEvent("acpi:NOTHING:");
+  unmatched.seqnum = 9;
+  Handle(unmatched);
+  EXPECT_THAT(log.released, ::testing::ElementsAre("7 after 0 steps"));
+  EXPECT_EQ(log.steps.size(), 4u);  // mii, e1000e, fw_missing, needs_fw: the loads did run
+}
 
 TEST_F(ModulesHandlerTest, EachLoadIsAStepOnTheTimelineOfTheEventThatStartedIt) {
   MakeHandler();
