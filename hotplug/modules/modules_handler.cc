@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/modules/kmod_resolver.h"
@@ -31,9 +33,13 @@ std::string ReadProcCmdline() {
   return text.str();
 }
 
+// At least 16 even on one CPU: a load spends most of its time asleep in its driver's probe
+// (e1000's PHY reset, xHCI's controller reset, 2 s each on a TCG guest), so a thread per load
+// costs a stack, while a load queued for a thread waits for another driver's sleep. With 4
+// threads a one-vCPU boot had 9 loads in flight, 5 of them waiting. Threads start on demand.
 size_t DefaultThreads() {
   const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<size_t>(2 * cpus, 4, 16);
+  return std::clamp<size_t>(2 * cpus, 16, 32);
 }
 
 }  // namespace
@@ -45,6 +51,8 @@ const absl::string_view kModulesDaemonUsage =
     "  --kernel-version V         use DIR/lib/modules/V (default: the running kernel)\n"
     "  --modules-serial           load one module at a time (also hotring.modules_serial\n"
     "                             on the kernel command line)\n"
+    "  (hotring.modules_threads=N on the kernel command line: N loads at once; default\n"
+    "   2 x CPUs, at least 16, at most 32)\n"
     "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
     "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
     "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
@@ -249,6 +257,15 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
   Loader::Options loader_options;
   loader_options.serial = options.serial || KernelCmdlineFlag(cmdline, "hotring.modules_serial");
   loader_options.threads = options.threads > 0 ? options.threads : DefaultThreads();
+  // hotring.modules_threads=N (1 to 64) on the kernel command line, unless the flag said.
+  for (absl::string_view word : absl::StrSplit(cmdline, absl::ByAnyChar(" \t\n"),
+                                               absl::SkipEmpty())) {
+    size_t n = 0;
+    if (options.threads == 0 && absl::ConsumePrefix(&word, "hotring.modules_threads=") &&
+        absl::SimpleAtoi(word, &n) && n >= 1 && n <= 64) {
+      loader_options.threads = n;
+    }
+  }
   loader_options.install_timeout = install_timeout;
   loader_options.install_kill_grace = install_kill_grace;
   // Longer than an install command may take: the daemon's deadlines outlast its children's.

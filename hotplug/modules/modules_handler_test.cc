@@ -413,5 +413,27 @@ TEST(MakeDaemonModulesLinkTest, TheKernelCommandLineCanAskForSerialLoading) {
   EXPECT_FALSE((*link)->has_index());
 }
 
+// Loads mostly sleep in their drivers' probes: at least 16 at once even on one CPU, unless the
+// flag or the kernel command line says otherwise (the flag wins; a bad number is ignored).
+TEST(MakeDaemonModulesLinkTest, LoadsAtOnceFromTheDefaultTheCommandLineOrTheFlag) {
+  auto threads = [](std::string cmdline, size_t flag) {
+    ModulesOptions options;
+    options.root = "/nonexistent-root";
+    options.kernel_cmdline = std::move(cmdline);
+    options.dry_run_log = "/dev/null";
+    options.threads = flag;
+    absl::StatusOr<std::unique_ptr<ModulesHandler>> link =
+        MakeDaemonModulesLink(options, "/sys", absl::Seconds(10), absl::Seconds(1));
+    EXPECT_TRUE(link.ok()) << link.status();
+    return link.ok() ? (*link)->loader().options().threads : size_t{0};
+  };
+  EXPECT_GE(threads("quiet", 0), 16u);
+  EXPECT_LE(threads("quiet", 0), 32u);
+  EXPECT_EQ(threads("quiet hotring.modules_threads=4", 0), 4u);
+  EXPECT_EQ(threads("hotring.modules_threads=4", 7), 7u);
+  EXPECT_GE(threads("hotring.modules_threads=0", 0), 16u);
+  EXPECT_GE(threads("hotring.modules_threads=x", 0), 16u);
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::modules
