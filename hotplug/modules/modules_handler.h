@@ -42,7 +42,7 @@ struct ModulesOptions {
   // image building); --modules-dry-run-delay S makes each such load take S seconds.
   std::string dry_run_log;
   absl::Duration dry_run_delay = absl::ZeroDuration();
-  size_t threads = 0;  // loads at once; 0: 2 x CPUs, at least 16, at most 32
+  size_t threads = 0;  // loads at once; 0: 2 x CPUs, at least 4, at most 16
 };
 
 // `daemon --help` lines for the flags below.

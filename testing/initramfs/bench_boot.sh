@@ -14,8 +14,9 @@
 #                    udevadm's order only, not the devices that wait for a driver first)
 #   hotring-all      hotring's image booted with hotring.coldplug_subsystems (coldplug
 #                    writes the module, bus and driver objects too)
-#   hotring-4t       hotring's image booted with hotring.modules_threads=4 (the old default
-#                    on one or two CPUs: at most 4 loads at once)
+#   hotring-4t       hotring's image booted with hotring.modules_threads=4 (the default on
+#                    one or two CPUs; compare hotring-16t)
+#   hotring-16t      hotring's image booted with hotring.modules_threads=16
 #   hotring-hostonly the same with --host-only (only this machine's modaliases: smaller)
 #   mdev             busybox `mdev -d` with the modalias idiom
 #                    `$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"` plus a sysfs modalias scan;
@@ -116,11 +117,11 @@ if ! "$hotring" modprobe --help >/dev/null 2>&1; then
   hotring_args="--with-shell --modprobe-handler"
   hotring_label="hotring+busybox-modprobe-handler"
 fi
-# The image file an image name boots (hotring-serial, -walk, -all and -4t are hotring's image
-# with another command line).
+# The image file an image name boots (hotring-serial, -walk, -all, -4t and -16t are hotring's
+# image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -160,6 +161,7 @@ for run in $(seq 1 "$runs"); do
         hotring-walk) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.drivers_first=0" ;;
         hotring-all) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_subsystems" ;;
         hotring-4t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=4" ;;
+        hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
       esac
       sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
@@ -192,6 +194,7 @@ for smp in $smps; do
     [ "$i" = hotring-walk ] && label="$hotring_label drivers_first=0"
     [ "$i" = hotring-all ] && label="$hotring_label coldplug_subsystems"
     [ "$i" = hotring-4t ] && label="$hotring_label modules_threads=4"
+    [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
