@@ -104,9 +104,8 @@ bool Exists(const std::string& path) {
 
 // --drivers-first: the devices under bus/*/devices/ with a `modalias` and no `driver` link,
 // as DEVPATHs (symlinks resolved, relative to the resolved root), fewest path components
-// first. Nothing
-// is read but directory entries and two lstat calls per device, so the first write comes after
-// a few directory reads, not after the whole walk.
+// first. A light pass (directory entries, two lstat calls per device, realpath only for the
+// few it keeps), so the first write does not wait for the whole walk of every object.
 struct Unbound {
   std::string devpath;
   std::string uevent;  // the file to write

@@ -454,7 +454,8 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   TriggerOptions trigger;
   trigger.action = "add";
   // The devices waiting for a driver first: their module loads are most of the boot, and start
-  // before the other few hundred objects (modules, buses, drivers, bound devices) are written.
+  // before the few hundred other devices are walked and written. Devices only (udevadm
+  // trigger's default): module, bus and driver objects have nothing to handle here.
   trigger.drivers_first = cmdline.drivers_first;
   trigger.filter.subsystems = cmdline.coldplug_subsystems;
   FILE* quiet = std::fopen("/dev/null", "w");
