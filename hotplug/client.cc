@@ -153,14 +153,27 @@ absl::Status Settle(absl::string_view socket, absl::Duration timeout) {
 
 absl::Status SettleFor(absl::string_view socket, const std::vector<std::string>& conditions,
                        absl::Duration timeout) {
+  return SettleForDevices(socket, conditions, timeout).status();
+}
+
+absl::StatusOr<std::vector<std::string>> SettleForDevices(
+    absl::string_view socket, const std::vector<std::string>& conditions, absl::Duration timeout) {
   ControlRequest request;
   request.command = ControlCommand::kSettle;
   for (const std::string& c : conditions) request.options.emplace_back("FOR", c);
-  // The daemon forgets the request when the client has given up.
   request.options.emplace_back("TIMEOUT_MS", absl::StrCat(absl::ToInt64Milliseconds(timeout)));
   HOTRING_ASSIGN_OR_RETURN(ControlReply reply, Ask(socket, std::move(request), timeout));
   if (!reply.ok) return absl::InvalidArgumentError(reply.message);
-  return absl::OkStatus();
+  std::vector<std::string> devnames;
+  for (auto& [key, value] : reply.fields) {
+    if (key == "devname") devnames.push_back(std::move(value));
+  }
+  if (devnames.size() != conditions.size()) {
+    return absl::UnavailableError(absl::StrCat("the daemon named ", devnames.size(),
+                                               " devices for ", conditions.size(),
+                                               " conditions"));
+  }
+  return devnames;
 }
 
 absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket) {

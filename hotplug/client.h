@@ -78,6 +78,11 @@ absl::StatusOr<std::string> FetchTimelineLines(absl::string_view socket);
 absl::Status SettleFor(absl::string_view socket, const std::vector<std::string>& conditions,
                        absl::Duration timeout);
 
+// SettleFor that also says which device met each condition: its DEVNAME (relative to /dev, ""
+// when it has none), one per condition in their order.
+absl::StatusOr<std::vector<std::string>> SettleForDevices(
+    absl::string_view socket, const std::vector<std::string>& conditions, absl::Duration timeout);
+
 // A random request cookie (never 0).
 [[nodiscard]] uint32_t NewCookie();
 

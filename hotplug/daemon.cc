@@ -913,6 +913,20 @@ void Daemon::Step(const Event& event, absl::string_view what, absl::Duration too
   timeline_.Step(MonoNow(), event, took, what, ok);
 }
 
+void Daemon::LetDevicesBelowStart(const Event& event) {
+  // The handler holds a reference to its record's event: find the record by that address
+  // (a few hundred live events at most, and once per event that loads a driver).
+  for (const auto& [id, record] : events_) {
+    if (&record.event != &event) continue;
+    if (const absl::Status released = scheduler_.ReleaseDescendants(id); !released.ok()) {
+      LogError("scheduler: %s", released.ToString());
+      return;
+    }
+    Pump();
+    return;
+  }
+}
+
 void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& from) {
   ControlReply reply;
   reply.cookie = request.cookie;
@@ -953,8 +967,7 @@ void Daemon::SettleFor(const ControlRequest& request, const io::SocketAddress& f
     return waiter.Offer(device);
   });
   if (waiter.done()) {
-    reply.message = "settled";
-    SendTo(from, ControlReplyMessage(reply), false);
+    SendSettled(from, request.cookie, waiter);
     return;
   }
   const MonoTime now = MonoNow();
@@ -982,20 +995,31 @@ void Daemon::OfferToDeviceSettlers(HandledDevice& device) {
       break;
     }
   }
-  std::vector<AckTarget> done;
-  device_settlers_.erase(std::remove_if(device_settlers_.begin(), device_settlers_.end(),
-                                        [&](DeviceSettler& settler) {
-                                          if (!settler.waiter.Offer(device)) return false;
-                                          done.push_back(settler.target);
-                                          return true;
-                                        }),
-                         device_settlers_.end());
-  for (const AckTarget& target : done) {
-    ControlReply reply;
-    reply.cookie = target.cookie;
-    reply.message = "settled";
-    SendTo(target.address, ControlReplyMessage(reply), false);
+  std::vector<DeviceSettler> done;
+  for (auto it = device_settlers_.begin(); it != device_settlers_.end();) {
+    if (it->waiter.Offer(device)) {
+      done.push_back(std::move(*it));
+      it = device_settlers_.erase(it);
+    } else {
+      ++it;
+    }
   }
+  for (const DeviceSettler& settler : done) {
+    SendSettled(settler.target.address, settler.target.cookie, settler.waiter);
+  }
+}
+
+void Daemon::SendSettled(const io::SocketAddress& to, uint32_t cookie,
+                         const SettleWaiter& waiter) {
+  ControlReply reply;
+  reply.cookie = cookie;
+  reply.message = "settled";
+  // One `devname` per condition, in the request's order ("" for a device without a node):
+  // root=LABEL=... mounts the device that matched.
+  for (size_t i = 0; i < waiter.conditions().size(); ++i) {
+    reply.fields.emplace_back("devname", waiter.met_by(i));
+  }
+  SendTo(to, ControlReplyMessage(reply), false);
 }
 
 void Daemon::Probe(HandledDevice& device) {

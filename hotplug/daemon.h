@@ -127,6 +127,7 @@ class Daemon : private StepRecorder {
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
   void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override;
+  void LetDevicesBelowStart(const Event& event) override;
   Task<absl::Status> Main();
   Task<void> ReceiveControl();
   Task<void> ReceiveNetlink();
@@ -159,6 +160,8 @@ class Daemon : private StepRecorder {
   void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
   // A device was handled: tell the `settle --for` requests.
   void OfferToDeviceSettlers(HandledDevice& device);
+  // The reply to a `settle --for` whose conditions are all met, with the devices that met them.
+  void SendSettled(const io::SocketAddress& to, uint32_t cookie, const SettleWaiter& waiter);
   // Reads the device's superblock for LABEL/UUID (once per handling).
   void Probe(HandledDevice& device);
   [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;

@@ -90,7 +90,10 @@ void HandledDevices::ForEach(absl::FunctionRef<bool(HandledDevice&)> visit) {
 
 bool SettleWaiter::Offer(const HandledDevice& device) {
   for (size_t i = 0; i < conditions_.size(); ++i) {
-    if (!met_[i] && Satisfies(device, conditions_[i])) met_[i] = true;
+    if (!met_[i] && Satisfies(device, conditions_[i])) {
+      met_[i] = true;
+      met_by_[i] = device.event.devname;
+    }
   }
   return done();
 }

@@ -86,7 +86,9 @@ class HandledDevices {
 class SettleWaiter {
  public:
   explicit SettleWaiter(std::vector<SettleCondition> conditions)
-      : conditions_(std::move(conditions)), met_(conditions_.size(), false) {}
+      : conditions_(std::move(conditions)),
+        met_(conditions_.size(), false),
+        met_by_(conditions_.size()) {}
   // Marks the conditions `device` satisfies; true once all are met.
   bool Offer(const HandledDevice& device);
   [[nodiscard]] bool done() const;
@@ -94,10 +96,14 @@ class SettleWaiter {
   [[nodiscard]] std::string Unmet() const;
   [[nodiscard]] const std::vector<SettleCondition>& conditions() const { return conditions_; }
   [[nodiscard]] bool met(size_t i) const { return met_[i]; }
+  // The DEVNAME of the first device that met condition `i` ("" when unmet or it has none):
+  // what `hotring init` mounts for root=LABEL=... or root=UUID=...
+  [[nodiscard]] const std::string& met_by(size_t i) const { return met_by_[i]; }
 
  private:
   std::vector<SettleCondition> conditions_;
   std::vector<bool> met_;
+  std::vector<std::string> met_by_;
 };
 
 }  // namespace hotring::hotplug

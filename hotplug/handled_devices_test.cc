@@ -139,6 +139,22 @@ TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
   EXPECT_TRUE(waiter.Offer(HandledDevice{Device("add", "/devices/eth0", "net")}));
   EXPECT_TRUE(waiter.done());
   EXPECT_EQ(waiter.Unmet(), "");
+  EXPECT_EQ(waiter.met_by(0), "vda");
+  EXPECT_EQ(waiter.met_by(1), "");  // a net device has no node
+}
+
+// root=LABEL=...: the first device that met a condition is the one to mount; a later device
+// with the same label does not replace it.
+TEST(SettleWaiterTest, RemembersTheDeviceThatMetEachCondition) {
+  SettleWaiter waiter({Cond("LABEL=root")});
+  HandledDevice first{Device("add", "/devices/vdb", "block", {{"DEVNAME", "vdb"}})};
+  first.fs = FsIdentity{"ext4", "root", "u1"};
+  HandledDevice second{Device("add", "/devices/vdc", "block", {{"DEVNAME", "vdc"}})};
+  second.fs = FsIdentity{"ext4", "root", "u2"};
+  EXPECT_EQ(waiter.met_by(0), "");
+  EXPECT_TRUE(waiter.Offer(first));
+  EXPECT_TRUE(waiter.Offer(second));
+  EXPECT_EQ(waiter.met_by(0), "vdb");
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ class StepRecorder {
   virtual ~StepRecorder() = default;
   // `what`: one word, e.g. the module's name (spaces become '_').
   virtual void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) = 0;
+  // What is left of handling `event` is loading its device's driver (and links that make no
+  // node): events on the devices below it, which that driver's probe creates and which want
+  // drivers of their own, may start now instead of after it (Scheduler::ReleaseDescendants).
+  virtual void LetDevicesBelowStart(const Event& event) {}
 };
 
 // Handles events. Implementations own whatever they need (a Spawner, parsed rules).

@@ -82,7 +82,8 @@ uint64_t Scheduler::Enqueue(absl::string_view devpath) {
       parent->last_child = node;
     }
     if (slash == absl::string_view::npos) break;
-    if (node->live > 0) ancestors.push_back(node->latest);
+    // A released latest event is running, so every earlier one at that DEVPATH has ended.
+    if (node->live > 0 && !entries_.at(node->latest).released) ancestors.push_back(node->latest);
     rest.remove_prefix(slash + 1);
   }
 
@@ -177,6 +178,35 @@ absl::Status Scheduler::Finish(uint64_t id) {
   entries_.erase(it);
   --running_;
   MaybeSweep();
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::ReleaseDescendants(uint64_t id) {
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no event ", id));
+  Entry& entry = it->second;
+  if (!entry.running) {
+    return absl::FailedPreconditionError(absl::StrCat("event ", id, " has not started"));
+  }
+  if (entry.released) return absl::OkStatus();
+  entry.released = true;
+  const Node* const own = entry.node;
+  auto below = [own](const Node* node) {
+    for (node = node->parent; node != nullptr; node = node->parent) {
+      if (node == own) return true;
+    }
+    return false;
+  };
+  std::vector<uint64_t> kept;
+  for (const uint64_t waiter : entry.waiters) {
+    Entry& w = entries_.at(waiter);
+    if (!below(w.node)) {
+      kept.push_back(waiter);
+      continue;
+    }
+    if (--w.blockers == 0) ready_.push(waiter);
+  }
+  entry.waiters = std::move(kept);
   return absl::OkStatus();
 }
 

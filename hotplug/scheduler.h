@@ -5,6 +5,8 @@
 // order, whether still queued or already running) has a DEVPATH equal to, a parent of, or a
 // child of its own. Parent/child is a prefix at '/' boundaries: /a/b is a parent of /a/b/c but
 // not of /a/bc. Otherwise events start in release order (FIFO), at most children_max at a time.
+// One exception, on request (ReleaseDescendants): a running event whose remaining work is
+// loading its device's driver lets the events of the devices below it start.
 //
 // Use: Enqueue each released event in release order; after every Enqueue or Finish call
 // TakeRunnable and start what it returns; call Finish when an event is done.
@@ -67,6 +69,13 @@ class Scheduler {
   // queued (never returned by TakeRunnable).
   [[nodiscard]] absl::Status Finish(uint64_t id);
 
+  // A running event stops holding back events on DEVPATHs below its own (queued ones and those
+  // enqueued later); it still holds back its own DEVPATH and its parents', and keeps its slot
+  // until Finish. For a handler whose remaining work is loading the device's driver: the
+  // devices below are made by that driver's probe and want drivers of their own. Same errors
+  // as Finish; a second call changes nothing.
+  [[nodiscard]] absl::Status ReleaseDescendants(uint64_t id);
+
   [[nodiscard]] size_t queued() const { return entries_.size() - running_; }  // not started
   [[nodiscard]] size_t running() const { return running_; }
   // Queued events waiting on an earlier related event (the rest of queued() wait for a slot).
@@ -101,6 +110,7 @@ class Scheduler {
     Node* node = nullptr;            // stable: nodes live on the heap until their subtree empties
     size_t blockers = 0;             // earlier live events this one still waits on
     bool running = false;
+    bool released = false;           // ReleaseDescendants: blocks no event below its DEVPATH
     std::vector<uint64_t> waiters;   // later events counting this one in their blockers
   };
 

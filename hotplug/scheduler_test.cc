@@ -158,6 +158,48 @@ TEST(SchedulerTest, FinishErrors) {
   EXPECT_THAT(s.TakeRunnable(), ElementsAre(b));
 }
 
+// A parent loading its driver lets the devices below it start, queued or new; its own DEVPATH
+// and its parents stay ordered behind it.
+TEST(SchedulerTest, ReleasedEventLetsOnlyTheDevicesBelowItStart) {
+  Scheduler s(8);
+  const uint64_t pci = s.Enqueue("/devices/pci0/04.0");
+  ASSERT_THAT(s.TakeRunnable(), ElementsAre(pci));
+  const uint64_t child = s.Enqueue("/devices/pci0/04.0/virtio0");
+  const uint64_t prefix_trap = s.Enqueue("/devices/pci0/04.0x");  // not below: unrelated anyway
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(prefix_trap));
+  ASSERT_TRUE(s.ReleaseDescendants(pci).ok());
+  EXPECT_EQ(s.blocked(), 0u);
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(child));
+  const uint64_t grandchild_later = s.Enqueue("/devices/pci0/04.0/virtio1/block/vda");
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(grandchild_later));
+  const uint64_t same = s.Enqueue("/devices/pci0/04.0");  // e.g. its bind event
+  const uint64_t parent = s.Enqueue("/devices/pci0");
+  EXPECT_THAT(s.TakeRunnable(), IsEmpty());
+  ASSERT_TRUE(s.ReleaseDescendants(pci).ok());  // again: nothing changes
+  EXPECT_THAT(s.TakeRunnable(), IsEmpty());
+  ASSERT_TRUE(s.Finish(child).ok());
+  ASSERT_TRUE(s.Finish(grandchild_later).ok());
+  EXPECT_THAT(s.TakeRunnable(), IsEmpty());  // both still wait for the released event itself
+  ASSERT_TRUE(s.Finish(pci).ok());
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(same));
+  ASSERT_TRUE(s.Finish(same).ok());
+  EXPECT_THAT(s.TakeRunnable(), IsEmpty());  // /devices/pci0/04.0x is below it too
+  ASSERT_TRUE(s.Finish(prefix_trap).ok());
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(parent));
+  ASSERT_TRUE(s.Finish(parent).ok());
+  EXPECT_TRUE(s.idle());
+}
+
+TEST(SchedulerTest, ReleaseErrors) {
+  Scheduler s(1);
+  const uint64_t a = s.Enqueue("/a");
+  const uint64_t b = s.Enqueue("/b");
+  ASSERT_THAT(s.TakeRunnable(), ElementsAre(a));
+  EXPECT_EQ(s.ReleaseDescendants(b).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.ReleaseDescendants(99).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s.ReleaseDescendants(a).ok());
+}
+
 TEST(SchedulerTest, PileOnOneDevpathRunsOneAtATimeInOrder) {
   Scheduler s(8);
   for (int i = 0; i < 1000; ++i) (void)s.Enqueue("/devices/same");

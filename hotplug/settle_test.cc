@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "hotplug/client.h"
 #include "testing/daemon_fixture.h"
 #include "testing/handler_recorder.h"
 
@@ -192,6 +193,11 @@ TEST(SettleForTest, LabelAndUuidFromTheSuperblockOrFromProperties) {
                      "--timeout", "5"})
                 .exit_code,
             0);
+  // The reply names the device that met each condition: what root=LABEL=... mounts.
+  absl::StatusOr<std::vector<std::string>> devices = SettleForDevices(
+      daemon.socket(), {"LABEL=myroot", "LABEL=tagged", "SUBSYSTEM=block"}, absl::Seconds(5));
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(*devices, (std::vector<std::string>{"vdb", "vdd", "vdc"}));
   EXPECT_EQ(Hotring({"settle", "--socket", daemon.socket(), "--for", "LABEL=broken",
                      "--timeout", "0.3"})
                 .exit_code,

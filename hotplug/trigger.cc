@@ -2,8 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,11 +16,14 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/unique_fd.h"
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
@@ -87,6 +94,58 @@ int WriteAction(const std::string& path, absl::string_view action) {
   }
 }
 
+std::vector<std::string> ListNames(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* entry = ::readdir(d)) {
+    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// --drivers-first: the devices under bus/*/devices/ with a `modalias` and no `driver` link,
+// as DEVPATHs (symlinks resolved, relative to the resolved root), fewest path components
+// first. A light pass (directory entries, two lstat calls per device, realpath only for the
+// few it keeps), so the first write does not wait for the whole walk of every object.
+struct Unbound {
+  std::string devpath;
+  std::string uevent;  // the file to write
+};
+std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
+  std::vector<Unbound> found;
+  char resolved_root[PATH_MAX];
+  if (::realpath(sysfs_root.c_str(), resolved_root) == nullptr) return found;
+  const absl::string_view root(resolved_root);
+  for (const std::string& bus : ListNames(absl::StrCat(sysfs_root, "/bus"))) {
+    const std::string devices = absl::StrCat(sysfs_root, "/bus/", bus, "/devices");
+    for (const std::string& name : ListNames(devices)) {
+      const std::string dir = absl::StrCat(devices, "/", name);
+      if (!Exists(dir + "/modalias") || Exists(dir + "/driver")) continue;
+      char real[PATH_MAX];
+      if (::realpath(dir.c_str(), real) == nullptr) continue;
+      absl::string_view devpath(real);
+      if (!absl::ConsumePrefix(&devpath, root) || !absl::StartsWith(devpath, "/")) continue;
+      found.push_back(Unbound{std::string(devpath), dir + "/uevent"});
+    }
+  }
+  // Shallow first: a controller (a PCI function at depth 2) is what a driver binds to before
+  // the devices below it can appear and want theirs; deep ACPI namespace objects rarely match
+  // a module. Ties keep the bus order.
+  std::stable_sort(found.begin(), found.end(), [](const Unbound& a, const Unbound& b) {
+    return std::count(a.devpath.begin(), a.devpath.end(), '/') <
+           std::count(b.devpath.begin(), b.devpath.end(), '/');
+  });
+  return found;
+}
+
 }  // namespace
 
 bool IsHelpRequest(const absl::Status& status) { return absl::IsCancelled(status); }
@@ -104,6 +163,8 @@ std::string TriggerUsage() {
          "  -S, --subsystem-nomatch GLOB  not these subsystems (repeatable)\n"
          "  -y, --sysname-match GLOB    only objects whose name matches (repeatable)\n"
          "  -a, --attr-match ATTR[=GLOB]  only objects with this attribute (and value)\n"
+         "      --drivers-first         first the devices with a modalias and no driver (their\n"
+         "                              module loads start sooner), then the rest\n"
          "  -n, --dry-run               print what would be written, write nothing\n"
          "  -v, --verbose               print each uevent file as it is written\n"
          "  -w, --settle                then wait until the daemon has handled everything\n"
@@ -213,6 +274,8 @@ absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& 
       }
       options.kernel_version = value;
       needed_only.push_back(name);
+    } else if (name == "--drivers-first") {
+      options.drivers_first = true;
     } else if (name == "--dry-run") {
       options.dry_run = true;
     } else if (name == "--verbose") {
@@ -366,9 +429,34 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
     if (!context.ok()) return context.status();
     needed = std::move(*context);
   }
+  TriggerReport report;
+  // Written by the --drivers-first pass: the walk below skips them. With --needed the selection
+  // already leaves out what nobody handles, in sysfs order with parents first: no such pass.
+  absl::flat_hash_set<std::string> written_first;
+  const SysfsFilter& filter = options.filter;
+  if (options.drivers_first && !needed.has_value() && filter.devices &&
+      filter.subsystem_match.empty() && filter.subsystem_nomatch.empty() &&
+      filter.sysname_match.empty() && filter.attr_match.empty()) {
+    for (const Unbound& device : UnboundDevices(options.sysfs_root)) {
+      if (!written_first.insert(device.devpath).second) continue;
+      if (options.dry_run) {
+        std::fprintf(env.out, "%s -> %s\n", options.action.c_str(), device.uevent.c_str());
+        ++report.triggered;
+        report.written.push_back(device.uevent);
+        continue;
+      }
+      // A failure here is not counted: the walk below writes the device again and reports.
+      if (WriteAction(device.uevent, options.action) != 0) {
+        written_first.erase(device.devpath);
+        continue;
+      }
+      ++report.triggered;
+      report.written.push_back(device.uevent);
+      if (options.verbose) std::fprintf(env.out, "%s\n", device.uevent.c_str());
+    }
+  }
   absl::StatusOr<SysfsScan> scan = ScanSysfs(options.sysfs_root, options.filter);
   if (!scan.ok()) return scan.status();
-  TriggerReport report;
   report.vanished = scan->vanished;
   for (const SysfsProblem& problem : scan->problems) {
     std::fprintf(env.err, "hotring trigger: cannot read %s: %s\n", problem.path.c_str(),
@@ -383,6 +471,7 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
   } else {
     targets.reserve(scan->entries.size());
     for (SysfsEntry& entry : scan->entries) {
+      if (entry.kind == SysfsEntryKind::kDevice && written_first.contains(entry.devpath)) continue;
       std::string line =
           absl::StrCat(options.action, " -> ", UeventPath(options.sysfs_root, entry));
       targets.emplace_back(std::move(entry), std::move(line));

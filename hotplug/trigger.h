@@ -5,11 +5,12 @@
 //   hotring trigger [--sysfs-root DIR] [--action ACTION] [--type all|devices|subsystems]
 //                   [--subsystem-match GLOB]... [--subsystem-nomatch GLOB]...
 //                   [--sysname-match GLOB]... [--attr-match ATTR[=GLOB]]...
-//                   [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
+//                   [--drivers-first] [--dry-run] [--verbose] [--settle [--timeout SECONDS]]
 //                   [--needed [--config FILE] [--modules-root DIR] [--kernel-version V]]
 //
 // --needed replays `add` only for the devices the rules or the module loader will act on, and
 // their parents (trigger_needed.h); modules, buses and drivers are never replayed then.
+// --drivers-first (ignored with --needed) writes devices that wait for a driver before the rest.
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
 // do ("ACTION -> PATH"; with --needed "DEVPATH  why" instead); every failure on stderr; then one
@@ -52,6 +53,13 @@ struct TriggerOptions {
   std::string sysfs_root = std::string(kDefaultSysfsRoot);
   std::string action = "change";
   SysfsFilter filter;  // --type, --subsystem-match/-nomatch, --sysname-match, --attr-match
+  // --drivers-first: before the walk, write into the devices that have a `modalias` and no
+  // bound driver (under bus/*/devices/; shallowest DEVPATH first, so controllers come before
+  // what sits below them), so the module loads they cause, the long pole of a boot, start
+  // before the other few hundred objects are walked and written; then everything
+  // else in udevadm's order (those devices are not written twice). Only without subsystem,
+  // sysname and attribute patterns; with them it changes nothing.
+  bool drivers_first = false;
   bool dry_run = false;
   bool verbose = false;
   bool settle = false;

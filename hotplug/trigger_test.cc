@@ -178,6 +178,47 @@ TEST(TriggerTest, WritesChangeIntoEveryObjectInUdevadmOrder) {
   for (const std::string& object : AllInOrder()) EXPECT_EQ(Uevent(sys, object), "change") << object;
 }
 
+// A device that waits for its driver (a modalias, no driver link) is written before the walk;
+// one whose driver is bound, and everything else, in udevadm's order; none twice.
+TEST(TriggerTest, DriversFirstWritesUnboundDevicesBeforeTheWalk) {
+  FakeSysfs sys = MakeMachine();
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kAhci.substr(1), "/modalias"), "pci:v00008086d00002922\n").ok());
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kUsb1.substr(1), "/modalias"), "usb:v1D6Bp0002\n").ok());
+  ASSERT_TRUE(sys.WriteFile(absl::StrCat(kUsb1.substr(1), "/driver"), "").ok());  // bound
+  // Unbound too, on a bus that sorts first, but deeper: it comes after the PCI function.
+  const std::string acpi = "/devices/LNXSYSTM:00/LNXSYBUS:00/PNP0A03:00";
+  ASSERT_TRUE(sys.AddDevice({.devpath = acpi,
+                             .subsystem = "acpi",
+                             .kind = FakeSysfs::Kind::kBus,
+                             .attributes = {{"modalias", "acpi:PNP0A03:\n"}}})
+                  .ok());
+  std::vector<std::string> objects = AllInOrder();
+  objects.push_back(acpi);
+  WriteOrder order(sys, objects);
+  const RunResult run = Trigger({"--sysfs-root", sys.root(), "--action", "add", "--drivers-first"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "15 triggered, 0 failed\n");  // the acpi bus is an object too
+  std::vector<std::string> written = order.Read();
+  ASSERT_GE(written.size(), 2u);
+  EXPECT_EQ(written[0], kAhci);
+  EXPECT_EQ(written[1], acpi);
+  std::vector<std::string> rest(written.begin() + 2, written.end());
+  std::vector<std::string> expected;
+  for (const std::string& object : AllInOrder()) {
+    if (object != kAhci) expected.push_back(object);
+  }
+  EXPECT_THAT(rest, ElementsAreArray(expected));  // (bus/acpi is not watched)
+  for (const std::string& object : objects) EXPECT_EQ(Uevent(sys, object), "add") << object;
+
+  // With a pattern it changes nothing: the filtered walk's order.
+  WriteOrder filtered_order(sys, objects);
+  const RunResult filtered = Trigger({"--sysfs-root", sys.root(), "--drivers-first",
+                                      "--subsystem-match", "pci"});
+  EXPECT_EQ(filtered.code, 0) << filtered.err;
+  EXPECT_THAT(filtered_order.Read(),
+              ElementsAreArray({std::string(kPci), std::string(kAhci)}));
+}
+
 TEST(TriggerTest, ActionAndTypeSelectWhatIsWritten) {
   FakeSysfs sys = MakeMachine();
   WriteOrder order(sys, AllInOrder());

@@ -1,7 +1,9 @@
 #include "hotplug/boot/boot_cmdline.h"
 
-#include "absl/strings/numbers.h"
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace hotring::hotplug::boot {
@@ -64,6 +66,10 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       ReadSeconds(value, &cmdline.settle_timeout);
     } else if (key == "hotring.settle_for" && absl::StrContains(value, '=')) {
       cmdline.settle_for.emplace_back(value);
+    } else if (key == "hotring.drivers_first") {
+      cmdline.drivers_first = !(value == "0" || value == "n" || value == "no");
+    } else if (key == "hotring.coldplug_subsystems") {
+      cmdline.coldplug_subsystems = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.timeline") {
       cmdline.timeline = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.test") {
@@ -76,6 +82,22 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
     }
   }
   return cmdline;
+}
+
+absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root) {
+  for (const absl::string_view key : {"LABEL=", "UUID="}) {
+    if (!absl::StartsWith(root, key)) continue;
+    if (root.size() == key.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("root=", root, ": empty ", key.substr(0, key.size() - 1)));
+    }
+    return RootSpec{std::string(root), ""};
+  }
+  if (absl::StartsWith(root, "/dev/") && !absl::StartsWith(root, "/dev/disk/") &&
+      root.size() > 5) {
+    return RootSpec{absl::StrCat("DEVNAME=", root.substr(5)), std::string(root)};
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "root=", root, ": only /dev/NAME, LABEL=L and UUID=U are understood"));
 }
 
 }  // namespace hotring::hotplug::boot

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -21,6 +22,14 @@ struct BootCmdline {
   absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
   bool test = false;          // hotring.test: report, then power off even with root=
   bool timeline = false;      // hotring.timeline: print the daemon's timeline after the report
+  // hotring.drivers_first=0: coldplug in udevadm's order alone, without writing the devices
+  // that wait for a driver first (`trigger --drivers-first`); to compare the two.
+  bool drivers_first = true;
+  // hotring.coldplug_subsystems: coldplug also writes the module, bus and driver objects
+  // (`trigger --type all`). Off by default, as `udevadm trigger`'s default: about as many
+  // objects as there are devices, whose events carry no device to handle, cost the boot CPU
+  // while drivers load.
+  bool coldplug_subsystems = false;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such
@@ -32,6 +41,19 @@ struct BootCmdline {
 // above; unknown words are ignored (they belong to the kernel or to the next init). A bad
 // number keeps the default: nothing on the command line may stop the boot.
 [[nodiscard]] BootCmdline ParseBootCmdline(absl::string_view text);
+
+// What root= names and how `hotring init` waits for it: a `settle --for` condition, and the
+// node to mount when root= names it (empty when the device that meets the condition says).
+// Owns its strings.
+struct RootSpec {
+  std::string condition;  // "DEVNAME=vda", "LABEL=hotring-root", "UUID=0a1b..."
+  std::string device;     // "/dev/vda"; "" for LABEL= and UUID=
+};
+
+// root=/dev/NAME, root=LABEL=L or root=UUID=U (as a filesystem's superblock says them).
+// InvalidArgument for an empty value; Unimplemented for the other forms the kernel or other
+// initrds take (PARTUUID=, PARTLABEL=, MAJ:MIN, /dev/disk/by-*), so the console says why.
+[[nodiscard]] absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root);
 
 // The words of a kernel command line with the kernel's quoting rules, quotes removed.
 [[nodiscard]] std::vector<std::string> SplitCmdline(absl::string_view text);

@@ -70,5 +70,49 @@ TEST(BootCmdlineTest, QuotesGroupWordsAsTheKernelDoes) {
   EXPECT_THAT(SplitCmdline("x=\"y z"), ElementsAre("x=y z"));
 }
 
+TEST(BootCmdlineTest, DriversFirstUnlessTurnedOff) {
+  EXPECT_TRUE(ParseBootCmdline("quiet").drivers_first);
+  EXPECT_TRUE(ParseBootCmdline("hotring.drivers_first").drivers_first);
+  EXPECT_FALSE(ParseBootCmdline("hotring.drivers_first=0").drivers_first);
+  EXPECT_FALSE(ParseBootCmdline("hotring.drivers_first=no").drivers_first);
+}
+
+TEST(BootCmdlineTest, ColdplugOfSubsystemObjectsOnlyWhenAsked) {
+  EXPECT_FALSE(ParseBootCmdline("quiet").coldplug_subsystems);
+  EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems").coldplug_subsystems);
+  EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems=1").coldplug_subsystems);
+  EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_subsystems=0").coldplug_subsystems);
+}
+
+TEST(RootSpecTest, DeviceNodeLabelAndUuid) {
+  absl::StatusOr<RootSpec> node = ParseRootSpec("/dev/vda");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->condition, "DEVNAME=vda");
+  EXPECT_EQ(node->device, "/dev/vda");
+  absl::StatusOr<RootSpec> nested = ParseRootSpec("/dev/mapper/root");
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(nested->condition, "DEVNAME=mapper/root");
+  absl::StatusOr<RootSpec> label = ParseRootSpec("LABEL=hotring-root");
+  ASSERT_TRUE(label.ok()) << label.status();
+  EXPECT_EQ(label->condition, "LABEL=hotring-root");
+  EXPECT_EQ(label->device, "");  // the matching device says
+  absl::StatusOr<RootSpec> uuid = ParseRootSpec("UUID=0a1b2c3d-0000-4000-8000-0123456789ab");
+  ASSERT_TRUE(uuid.ok()) << uuid.status();
+  EXPECT_EQ(uuid->condition, "UUID=0a1b2c3d-0000-4000-8000-0123456789ab");
+  EXPECT_EQ(uuid->device, "");
+}
+
+TEST(RootSpecTest, RefusesWhatItCannotWaitFor) {
+  EXPECT_EQ(ParseRootSpec("LABEL=").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRootSpec("UUID=").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRootSpec("/dev/").status().code(), absl::StatusCode::kUnimplemented);
+  absl::StatusOr<RootSpec> partuuid = ParseRootSpec("PARTUUID=0a1b2c3d-01");
+  EXPECT_EQ(partuuid.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(partuuid.status().message()), ::testing::HasSubstr("PARTUUID="));
+  EXPECT_EQ(ParseRootSpec("/dev/disk/by-label/root").status().code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(ParseRootSpec("254:0").status().code(), absl::StatusCode::kUnimplemented);
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::boot

@@ -6,8 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace hotring::hotplug::boot {
 namespace {
@@ -92,6 +95,49 @@ std::string SummaryLine(const std::vector<std::pair<std::string, std::string>>& 
                       " loaded; status: received=", value("received"),
                       " handled=", value("handled"), " failed=", value("failed"),
                       " overruns=", value("netlink_overruns"));
+}
+
+CpuTicks ParseProcStatCpu(absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "cpu ")) continue;
+    std::vector<uint64_t> v;
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      uint64_t n = 0;
+      if (!absl::SimpleAtoi(word, &n)) return CpuTicks{};
+      v.push_back(n);
+    }
+    if (v.size() < 4) return CpuTicks{};
+    v.resize(std::max<size_t>(v.size(), 8), 0);
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    return CpuTicks{.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7], .idle = v[3] + v[4]};
+  }
+  return CpuTicks{};
+}
+
+uint64_t ParseProcPidCpuTicks(absl::string_view text) {
+  const size_t paren = text.rfind(')');
+  if (paren == absl::string_view::npos) return 0;
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(text.substr(paren + 1), ' ', absl::SkipEmpty());
+  // fields[0] is the state (field 3 of proc(5)); utime and stime are fields 14 and 15.
+  uint64_t utime = 0;
+  uint64_t stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return 0;
+  }
+  return utime + stime;
+}
+
+std::string CpuFact(const CpuTicks& start, const CpuTicks& end, uint64_t init_ticks,
+                    uint64_t daemon_ticks, uint64_t ticks_per_second) {
+  const auto ms = [&](uint64_t ticks) {
+    return ticks_per_second == 0 ? uint64_t{0} : ticks * 1000 / ticks_per_second;
+  };
+  const uint64_t busy = end.busy >= start.busy ? end.busy - start.busy : 0;
+  const uint64_t idle = end.idle >= start.idle ? end.idle - start.idle : 0;
+  return absl::StrFormat("cpu busy_ms=%d idle_ms=%d init_ms=%d daemon_ms=%d", ms(busy), ms(idle),
+                         ms(init_ticks), ms(daemon_ticks));
 }
 
 }  // namespace hotring::hotplug::boot

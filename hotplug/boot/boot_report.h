@@ -11,6 +11,10 @@
 //   modules NAME ...                      /proc/modules names, sorted
 //   kmsg hotring_lines=N suppressed_notes=M   the daemon's lines in the kernel log, and the
 //                                         kernel's notes of lines its rate limit dropped
+//   cpu busy_ms=B idle_ms=I init_ms=P daemon_ms=D   from /init start to settled: the machine's
+//                                         CPU time spent working and idle (all CPUs,
+//                                         /proc/stat), and the CPU time of init and of the
+//                                         daemon (/proc/PID/stat); 10 ms resolution
 //   end
 #ifndef HOTRING_HOTPLUG_BOOT_BOOT_REPORT_H_
 #define HOTRING_HOTPLUG_BOOT_BOOT_REPORT_H_
@@ -49,6 +53,22 @@ inline constexpr absl::string_view kReportPrefix = "hotring-report: ";
 [[nodiscard]] std::string SummaryLine(
     const std::vector<std::pair<std::string, std::string>>& status, absl::Duration coldplug,
     size_t modules_loaded);
+
+// CPU time from /proc/stat's first ("cpu ") line, in clock ticks: idle (idle + iowait) and
+// busy (every other field but guest time, which is already counted in user).
+struct CpuTicks {
+  uint64_t busy = 0;
+  uint64_t idle = 0;
+};
+// Zeros when the text has no parsable "cpu " line.
+[[nodiscard]] CpuTicks ParseProcStatCpu(absl::string_view text);
+// utime + stime of a /proc/PID/stat text, in clock ticks (0 when unparsable). The command
+// name may hold spaces and parentheses: the fields start after the last ')'.
+[[nodiscard]] uint64_t ParseProcPidCpuTicks(absl::string_view text);
+// "cpu busy_ms=B idle_ms=I init_ms=P daemon_ms=D" (ticks of `ticks_per_second`).
+[[nodiscard]] std::string CpuFact(const CpuTicks& start, const CpuTicks& end,
+                                  uint64_t init_ticks, uint64_t daemon_ticks,
+                                  uint64_t ticks_per_second);
 
 // The value of `key` in status fields, or "" when absent.
 [[nodiscard]] std::string StatusValue(

@@ -55,5 +55,34 @@ TEST(BootReportTest, StatusAndSummary) {
             "handled=? failed=? overruns=?");
 }
 
+TEST(BootReportTest, CpuTicksFromProcStat) {
+  const CpuTicks t = ParseProcStatCpu(
+      "cpu  100 2 30 400 50 6 7 8 9 0\ncpu0 100 2 30 400 50 6 7 8 9 0\nintr 1\n");
+  EXPECT_EQ(t.busy, 100u + 2 + 30 + 6 + 7 + 8);  // guest (9) is already in user
+  EXPECT_EQ(t.idle, 450u);
+  const CpuTicks old_kernel = ParseProcStatCpu("cpu 1 2 3 4\n");
+  EXPECT_EQ(old_kernel.busy, 6u);
+  EXPECT_EQ(old_kernel.idle, 4u);
+  EXPECT_EQ(ParseProcStatCpu("intr 1\n").busy, 0u);
+  EXPECT_EQ(ParseProcStatCpu("cpu 1 x 3 4\n").idle, 0u);
+}
+
+TEST(BootReportTest, ProcessCpuTicksAfterTheCommandName) {
+  // A command name with a space and a parenthesis; utime 11, stime 4.
+  EXPECT_EQ(ParseProcPidCpuTicks("42 (ho ring) x) S 1 42 42 0 -1 4194560 100 0 0 0 11 4 0 0 20 0 "
+                                 "1 0 5 1000 10\n"),
+            15u);
+  EXPECT_EQ(ParseProcPidCpuTicks("42 (short) S 1"), 0u);
+  EXPECT_EQ(ParseProcPidCpuTicks(""), 0u);
+}
+
+TEST(BootReportTest, CpuFactInMilliseconds) {
+  EXPECT_EQ(CpuFact(CpuTicks{.busy = 100, .idle = 50}, CpuTicks{.busy = 250, .idle = 52}, 30, 80,
+                    100),
+            "cpu busy_ms=1500 idle_ms=20 init_ms=300 daemon_ms=800");
+  EXPECT_EQ(CpuFact(CpuTicks{.busy = 9, .idle = 9}, CpuTicks{.busy = 1, .idle = 1}, 0, 0, 100),
+            "cpu busy_ms=0 idle_ms=0 init_ms=0 daemon_ms=0");
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::boot

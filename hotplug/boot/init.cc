@@ -172,6 +172,7 @@ class DaemonChild {
     return absl::InternalError("the daemon closed its ready fd without being ready");
   }
   DaemonChild& operator=(DaemonChild&&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
   DaemonChild(const DaemonChild&) = delete;
 
   // The daemon's exit, if it has exited (reaped here).
@@ -271,8 +272,19 @@ std::string KmsgFact() {
   return absl::StrCat("kmsg hotring_lines=", lines, " suppressed_notes=", suppressed);
 }
 
+CpuTicks MachineCpu() {
+  absl::StatusOr<std::string> text = ReadFile("/proc/stat");
+  return text.ok() ? ParseProcStatCpu(*text) : CpuTicks{};
+}
+
+uint64_t ProcessCpu(pid_t pid) {
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  return text.ok() ? ParseProcPidCpuTicks(*text) : 0;
+}
+
 void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
-                absl::Duration settled, const std::vector<std::string>& modules) {
+                absl::Duration settled, const std::vector<std::string>& modules,
+                const std::string& cpu_fact) {
   Report(absl::StrFormat("time init_ms=%.1f settled_ms=%.1f", Millis(init_start), Millis(settled)));
   Report(StatusFact(status));
   for (const std::string& node : cmdline.stat_nodes) {
@@ -309,32 +321,41 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
   for (const std::string& m : modules) absl::StrAppend(&line, " ", m);
   Report(line);
   Report(KmsgFact());
+  Report(cpu_fact);
   Report("end");
 }
 
-// Waits until root= names a block device the daemon has handled (its node made, its rules
-// applied): `settle --for DEVNAME=NAME`, without waiting for anything else.
-absl::Status WaitForRoot(const BootCmdline& cmdline) {
-  if (!absl::StartsWith(cmdline.root, "/dev/")) {
-    return absl::UnimplementedError(
-        absl::StrCat("root=", cmdline.root, ": only /dev/NAME is understood"));
-  }
-  const std::vector<std::string> device = {absl::StrCat("DEVNAME=", cmdline.root.substr(5))};
-  if (absl::Status handled = SettleFor(kDefaultSocket, device, cmdline.root_wait);
-      !handled.ok()) {
+// Waits until the device root= names has been handled (its node made, its rules applied):
+// `settle --for DEVNAME=NAME`, or LABEL=/UUID= of its filesystem, without waiting for anything
+// else. Returns the node to mount: root= itself, or /dev/ and the DEVNAME of the device whose
+// superblock matched.
+absl::StatusOr<std::string> WaitForRoot(const BootCmdline& cmdline) {
+  HOTRING_ASSIGN_OR_RETURN(const RootSpec spec, ParseRootSpec(cmdline.root));
+  absl::StatusOr<std::vector<std::string>> handled =
+      SettleForDevices(kDefaultSocket, {spec.condition}, cmdline.root_wait);
+  if (!handled.ok()) {
     return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " was not handled in ",
                                             absl::FormatDuration(cmdline.root_wait), ": ",
-                                            handled.ToString()));
+                                            handled.status().ToString()));
+  }
+  std::string device = spec.device;
+  if (device.empty()) {
+    if (handled->front().empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("root=", cmdline.root, " was met by a device without a node"));
+    }
+    device = absl::StrCat("/dev/", handled->front());
+    Say(absl::StrCat("hotring init: root=", cmdline.root, " is ", device));
   }
   struct stat st {};
-  if (::stat(cmdline.root.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-    return absl::NotFoundError(absl::StrCat("root device ", cmdline.root,
+  if (::stat(device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("root device ", device,
                                             " was handled but is not a block device node"));
   }
-  return absl::OkStatus();
+  return device;
 }
 
-absl::Status MountRoot(const BootCmdline& cmdline) {
+absl::Status MountRoot(const BootCmdline& cmdline, const std::string& device) {
   if (::mkdir("/root", 0755) != 0 && errno != EEXIST) return ErrnoStatus("mkdir(/root)");
   std::vector<std::string> types;
   if (!cmdline.root_fstype.empty()) {
@@ -345,13 +366,13 @@ absl::Status MountRoot(const BootCmdline& cmdline) {
   const unsigned long flags = cmdline.root_rw ? 0 : MS_RDONLY;
   std::string errors;
   for (const std::string& type : types) {
-    if (::mount(cmdline.root.c_str(), "/root", type.c_str(), flags,
+    if (::mount(device.c_str(), "/root", type.c_str(), flags,
                 cmdline.root_flags.empty() ? nullptr : cmdline.root_flags.c_str()) == 0) {
       return absl::OkStatus();
     }
     absl::StrAppend(&errors, errors.empty() ? "" : ", ", type, ": ", std::strerror(errno));
   }
-  return absl::NotFoundError(absl::StrCat("mount ", cmdline.root, " on /root failed (", errors,
+  return absl::NotFoundError(absl::StrCat("mount ", device, " on /root failed (", errors,
                                           ")"));
 }
 
@@ -416,6 +437,8 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const absl::Duration init_start = BootTime();
   ::umask(022);
   absl::Status mounted = MountEarly();
+  // Where the boot's CPU goes between /init and settled: working or idle (the loads' sleeps).
+  const CpuTicks cpu_start = MachineCpu();
   EnsureConsole();
   if (!mounted.ok()) PowerOff(mounted.ToString());
   absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
@@ -428,10 +451,15 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     PowerOff(ready.ToString());
   }
 
-  // Coldplug: `trigger --action add --settle`, in process.
+  // Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process.
   const absl::Duration coldplug_start = BootTime();
   TriggerOptions trigger;
   trigger.action = "add";
+  // The devices waiting for a driver first: their module loads are most of the boot, and start
+  // before the few hundred other devices are walked and written. Devices only (udevadm
+  // trigger's default): module, bus and driver objects have nothing to handle here.
+  trigger.drivers_first = cmdline.drivers_first;
+  trigger.filter.subsystems = cmdline.coldplug_subsystems;
   FILE* quiet = std::fopen("/dev/null", "w");
   TriggerEnvironment env;
   env.out = quiet != nullptr ? quiet : stdout;
@@ -445,6 +473,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     settled = SettleFor(kDefaultSocket, cmdline.settle_for, cmdline.settle_timeout);
   }
   const absl::Duration settled_at = BootTime();
+  const std::string cpu_fact = CpuFact(cpu_start, MachineCpu(), ProcessCpu(::getpid()),
+                                       ProcessCpu(daemon->pid()),
+                                       static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
 
@@ -454,7 +485,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
       ParseProcModules(proc_modules.ok() ? *proc_modules : "");
   const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
   Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
-  PrintFacts(cmdline, fields, init_start, settled_at, modules);
+  PrintFacts(cmdline, fields, init_start, settled_at, modules, cpu_fact);
   if (cmdline.timeline) {
     // For `hotring report --svg` on the host: the console is the guest's only way out.
     absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
@@ -472,11 +503,12 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     daemon->Stop(absl::Seconds(5));
     PowerOff(cmdline.test ? "" : "no root= given");
   }
-  if (absl::Status root = WaitForRoot(cmdline); !root.ok()) PowerOff(root.ToString());
-  if (absl::Status root = MountRoot(cmdline); !root.ok()) PowerOff(root.ToString());
+  absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
+  if (!root_device.ok()) PowerOff(root_device.status().ToString());
+  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
   // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
   daemon->Stop(absl::Seconds(5));
-  Say(absl::StrCat("hotring init: switching to ", cmdline.root, ", exec ", cmdline.init));
+  Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
   const absl::Status switched = SwitchRoot(cmdline);
   PowerOff(switched.ToString());
 }
@@ -490,8 +522,10 @@ int InitCommand(const std::vector<std::string>& args) {
         "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
         "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
         "  then switches to root= or powers off (no root=, or hotring.test).\n"
-        "  kernel command line: root= rootfstype= rootflags= rw ro init= hotring.test\n"
-        "  hotring.stat=/dev/A,/dev/B hotring.rootwait=S hotring.settle_timeout=S\n",
+        "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro\n"
+        "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
+        "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
+        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.modules_serial\n",
         stdout);
     return 0;
   }

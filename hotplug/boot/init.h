@@ -1,9 +1,9 @@
 // `hotring init`: hotring as PID 1 of an initramfs (also when invoked as `init`, i.e. /init is
 // a symlink to hotring). Mounts /proc, /sys, /dev (devtmpfs) and /run, starts the daemon as a
-// child, coldplugs (`trigger --action add` + settle), prints a one-line summary and a
-// `hotring-report:` block of facts (boot_report.h), then either switches to the root given by
-// `root=` or powers off (no root=, or `hotring.test`). It never returns and never exits: any
-// error is printed on the console and the machine is powered off.
+// child, coldplugs (`trigger --action add --type devices --drivers-first` + settle), prints a
+// one-line summary and a `hotring-report:` block of facts (boot_report.h), then either
+// switches to the root given by `root=` or powers off (no root=, or `hotring.test`). It never
+// returns and never exits: any error is printed on the console and the machine is powered off.
 #ifndef HOTRING_HOTPLUG_BOOT_INIT_H_
 #define HOTRING_HOTPLUG_BOOT_INIT_H_
 

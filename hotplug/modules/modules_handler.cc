@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/modules/kmod_resolver.h"
@@ -31,6 +33,10 @@ std::string ReadProcCmdline() {
   return text.str();
 }
 
+// 2 x CPUs, at least 4. A load mostly sleeps in its driver's probe, so more threads look free,
+// but 16 against 4 on a one- or two-vCPU boot was inconclusive on a loaded host (later in two
+// rounds, earlier in one: docs/benchmarks.md), so the default stays; hotring.modules_threads=N
+// tries other values. Threads start on demand.
 size_t DefaultThreads() {
   const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp<size_t>(2 * cpus, 4, 16);
@@ -45,6 +51,8 @@ const absl::string_view kModulesDaemonUsage =
     "  --kernel-version V         use DIR/lib/modules/V (default: the running kernel)\n"
     "  --modules-serial           load one module at a time (also hotring.modules_serial\n"
     "                             on the kernel command line)\n"
+    "  (hotring.modules_threads=N on the kernel command line: N loads at once; default\n"
+    "   2 x CPUs, at least 4, at most 16)\n"
     "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
     "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
     "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
@@ -166,6 +174,11 @@ Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& ev
   }
   const size_t wanted = plan->modules.size();
   const MonoTime asked_at = MonoNow();
+  // A device without a node (a PCI function, a USB interface) whose driver is about to load:
+  // the devices that driver's probe creates below it need not wait for the load to end (udevd
+  // makes them wait; here virtio_net would wait for all of virtio_pci's init). A device with a
+  // node keeps the strict order: the rules after this link make its node for those below.
+  if (recorder_ != nullptr && event.devname.empty()) recorder_->LetDevicesBelowStart(event);
   const PlanResult loaded = co_await loader_->Load(reactor, std::move(*plan));
   if (recorder_ != nullptr) RecordSteps(event, loaded, asked_at);
   const size_t failures = loaded.failures();
@@ -244,6 +257,15 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
   Loader::Options loader_options;
   loader_options.serial = options.serial || KernelCmdlineFlag(cmdline, "hotring.modules_serial");
   loader_options.threads = options.threads > 0 ? options.threads : DefaultThreads();
+  // hotring.modules_threads=N (1 to 64) on the kernel command line, unless the flag said.
+  for (absl::string_view word : absl::StrSplit(cmdline, absl::ByAnyChar(" \t\n"),
+                                               absl::SkipEmpty())) {
+    size_t n = 0;
+    if (options.threads == 0 && absl::ConsumePrefix(&word, "hotring.modules_threads=") &&
+        absl::SimpleAtoi(word, &n) && n >= 1 && n <= 64) {
+      loader_options.threads = n;
+    }
+  }
   loader_options.install_timeout = install_timeout;
   loader_options.install_kill_grace = install_kill_grace;
   // Longer than an install command may take: the daemon's deadlines outlast its children's.

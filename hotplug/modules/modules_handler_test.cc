@@ -144,8 +144,31 @@ class StepLog final : public StepRecorder {
   void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override {
     steps.push_back(absl::StrCat(event.seqnum.value_or(0), " ", what, ok ? " ok" : " error"));
   }
+  void LetDevicesBelowStart(const Event& event) override {
+    // Before any load of the event ended: its steps are not in yet.
+    released.push_back(absl::StrCat(event.seqnum.value_or(0), " after ", steps.size(), " steps"));
+  }
   std::vector<std::string> steps;
+  std::vector<std::string> released;
 };
+
+// A device without a node lets the devices below it start while its driver loads; one with a
+// node (the rules after this link make it) does not; nor does an event with nothing to load.
+TEST_F(ModulesHandlerTest, ANodelessDeviceLetsTheDevicesBelowItStartWhileItsDriverLoads) {
+  MakeHandler();
+  StepLog log;
+  handler_->SetStepRecorder(&log);
+  Handle(AddEvent("pci:e1000e"));
+  Event with_node = AddEvent("pci:broken");
+  with_node.seqnum = 8;
+  with_node.devname = "fw0";
+  Handle(with_node);
+  Event unmatched = AddEvent("acpi:NOTHING:");
+  unmatched.seqnum = 9;
+  Handle(unmatched);
+  EXPECT_THAT(log.released, ::testing::ElementsAre("7 after 0 steps"));
+  EXPECT_EQ(log.steps.size(), 4u);  // mii, e1000e, fw_missing, needs_fw: the loads did run
+}
 
 TEST_F(ModulesHandlerTest, EachLoadIsAStepOnTheTimelineOfTheEventThatStartedIt) {
   MakeHandler();
@@ -388,6 +411,30 @@ TEST(MakeDaemonModulesLinkTest, TheKernelCommandLineCanAskForSerialLoading) {
   EXPECT_TRUE((*link)->loader().options().serial);
   // No tree there: the link stays, without an index.
   EXPECT_FALSE((*link)->has_index());
+}
+
+// 2 x CPUs loads at once (4 to 16), unless the flag or the kernel command line says otherwise
+// (the flag wins; a bad number is ignored).
+TEST(MakeDaemonModulesLinkTest, LoadsAtOnceFromTheDefaultTheCommandLineOrTheFlag) {
+  auto threads = [](std::string cmdline, size_t flag) {
+    ModulesOptions options;
+    options.root = "/nonexistent-root";
+    options.kernel_cmdline = std::move(cmdline);
+    options.dry_run_log = "/dev/null";
+    options.threads = flag;
+    absl::StatusOr<std::unique_ptr<ModulesHandler>> link =
+        MakeDaemonModulesLink(options, "/sys", absl::Seconds(10), absl::Seconds(1));
+    EXPECT_TRUE(link.ok()) << link.status();
+    return link.ok() ? (*link)->loader().options().threads : size_t{0};
+  };
+  const size_t fallback = threads("quiet", 0);
+  EXPECT_GE(fallback, 4u);
+  EXPECT_LE(fallback, 16u);
+  EXPECT_EQ(threads("quiet hotring.modules_threads=24", 0), 24u);
+  EXPECT_EQ(threads("hotring.modules_threads=24", 7), 7u);
+  EXPECT_EQ(threads("hotring.modules_threads=0", 0), fallback);
+  EXPECT_EQ(threads("hotring.modules_threads=x", 0), fallback);
+  EXPECT_EQ(threads("hotring.modules_threads=65", 0), fallback);
 }
 
 }  // namespace

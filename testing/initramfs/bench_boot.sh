@@ -2,11 +2,21 @@
 # bench boot: boots the test guest (qemu_boot.sh) with several initramfs images, interleaved,
 # and prints medians of
 #   kernel start -> /init, /init -> settled (CLOCK_BOOTTIME / /proc/uptime read in the guest),
-#   modules loaded at settled, and the image's size,
+#   modules loaded at settled, the image's size, and the guest's CPU time from /init to
+#   settled, busy and idle (/proc/stat, summed over the vCPUs; idle: a vCPU had nothing to
+#   run, e.g. while drivers sleep in their probes),
 # for a 1-vCPU and a 2-vCPU guest. The images:
 #   hotring          hotring's image (mkimage.sh): `hotring init`, drivers loaded by hotring
 #                    from MODALIAS (with a hotring that has no modules stage yet: by its
 #                    --exec handler running busybox modprobe; the table says which)
+#   hotring-serial   hotring's image booted with hotring.modules_serial (one load at a time)
+#   hotring-walk     hotring's image booted with hotring.drivers_first=0 (coldplug in
+#                    udevadm's order only, not the devices that wait for a driver first)
+#   hotring-all      hotring's image booted with hotring.coldplug_subsystems (coldplug
+#                    writes the module, bus and driver objects too)
+#   hotring-4t       hotring's image booted with hotring.modules_threads=4 (the default on
+#                    one or two CPUs; compare hotring-16t)
+#   hotring-16t      hotring's image booted with hotring.modules_threads=16
 #   hotring-hostonly the same with --host-only (only this machine's modaliases: smaller)
 #   mdev             busybox `mdev -d` with the modalias idiom
 #                    `$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"` plus a sysfs modalias scan;
@@ -50,12 +60,15 @@ grep -v '^#' "$here/expected_modules.txt" | sed '/^$/d' >"$list"
 report_tail='
 ms() { awk "BEGIN {printf \"%.1f\", $1 * 1000}"; }
 echo "hotring-report: time init_ms=$(ms "$t0") settled_ms=$(ms "$t1")"
+echo "hotring-report: cpu busy_ms=$(( (u1 + n1 + s1 + q1 + sq1 + st1 - u0 - n0 - s0 - q0 - sq0 - st0) * 10 )) idle_ms=$(( (i1 + w1 - i0 - w0) * 10 ))"
 echo "hotring-report: modules $(cut -d" " -f1 /proc/modules | sort | tr "\n" " ")"
 echo "hotring-report: end"
 poweroff -f'
 head_part='#!/bin/sh
 mount -t proc proc /proc
 read -r t0 _ </proc/uptime
+read -r _ u0 n0 s0 i0 w0 q0 sq0 st0 _ </proc/stat
+cpu1() { read -r _ u1 n1 s1 i1 w1 q1 sq1 st1 _ </proc/stat; }
 mount -t sysfs sysfs /sys
 mount -t devtmpfs -o mode=0755 devtmpfs /dev
 mkdir -p /run && mount -t tmpfs tmpfs /run'
@@ -74,6 +87,7 @@ while :; do
   awk "BEGIN {exit !(\$now - \$t1 >= 0.3)}" && break
   sleep 0.05
 done
+cpu1
 $report_tail
 EOF2
 cat >"$work/mdev-idiom.conf" <<'EOF2'
@@ -84,6 +98,7 @@ cat >"$work/init-kernel-serial" <<EOF2
 $head_part
 modprobe -a \$(cat /etc/bench.modules)
 read -r t1 _ </proc/uptime
+cpu1
 $report_tail
 EOF2
 cat >"$work/init-kernel-parallel" <<EOF2
@@ -91,6 +106,7 @@ $head_part
 for m in \$(cat /etc/bench.modules); do modprobe \$m & done
 wait
 read -r t1 _ </proc/uptime
+cpu1
 $report_tail
 EOF2
 
@@ -101,8 +117,16 @@ if ! "$hotring" modprobe --help >/dev/null 2>&1; then
   hotring_args="--with-shell --modprobe-handler"
   hotring_label="hotring+busybox-modprobe-handler"
 fi
+# The image file an image name boots (hotring-serial, -walk, -all, -4t and -16t are hotring's
+# image with another command line).
+image_file() {
+  case "$1" in
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t) echo "$work/hotring.img" ;;
+    *) echo "$work/$1.img" ;;
+  esac
+}
 build() {
-  img="$work/$1.img"
+  img=$(image_file "$1")
   [ -s "$img" ] && return 0
   echo "bench_boot: building $1" >&2
   case "$1" in
@@ -120,7 +144,7 @@ build() {
 [ -s "$work/disk.img" ] || sh "$here/mkdisk.sh" --out "$work/disk.img"
 for i in $images; do build "$i"; done
 
-results="$work/results.txt"  # image smp run kernel_to_init_ms init_to_settled_ms modules
+results="$work/results.txt"  # image smp run kernel_to_init_ms init_to_settled_ms modules busy_ms idle_ms
 : >"$results"
 for run in $(seq 1 "$runs"); do
   for smp in $smps; do
@@ -131,8 +155,15 @@ for run in $(seq 1 "$runs"); do
       # for the USB keyboard's HID device, which the hub thread enumerates after coldplug. The
       # host-only image may have no USB driver: it settles on coldplug alone.
       append="hotring.test"
-      [ "$i" = hotring ] && append="$append hotring.settle_for=SUBSYSTEM=hid"
-      sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/$i.img" --disk "$work/disk.img" \
+      case "$i" in
+        hotring) append="$append hotring.settle_for=SUBSYSTEM=hid" ;;
+        hotring-serial) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_serial" ;;
+        hotring-walk) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.drivers_first=0" ;;
+        hotring-all) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_subsystems" ;;
+        hotring-4t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=4" ;;
+        hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
+      esac
+      sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
       line=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: time //p' | head -n 1)
       mods=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: modules //p' | head -n 1 | wc -w)
@@ -142,7 +173,10 @@ for run in $(seq 1 "$runs"); do
         echo "bench_boot: $i smp $smp run $run: no time line (qemu $status), see $log" >&2
         continue
       fi
-      echo "$i $smp $run $init_ms $(awk "BEGIN {printf \"%.1f\", $settled_ms - $init_ms}") $mods" | tee -a "$results" >&2
+      cpu=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: cpu //p' | head -n 1)
+      busy=$(echo " $cpu " | sed -n 's/.* busy_ms=\([0-9]*\) .*/\1/p')
+      idle=$(echo " $cpu " | sed -n 's/.* idle_ms=\([0-9]*\) .*/\1/p')
+      echo "$i $smp $run $init_ms $(awk "BEGIN {printf \"%.1f\", $settled_ms - $init_ms}") $mods ${busy:--} ${idle:--}" | tee -a "$results" >&2
     done
   done
 done
@@ -150,15 +184,22 @@ done
 median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo
 echo "bench boot: $kernel, qemu TCG, $runs runs interleaved, medians (ms)"
-printf '%-34s %4s %16s %18s %8s %10s\n' image vCPUs "kernel->/init" "/init->settled" modules "image KiB"
+printf '%-34s %4s %16s %18s %8s %10s %9s %9s\n' image vCPUs "kernel->/init" "/init->settled" modules "image KiB" "CPU busy" "CPU idle"
 for smp in $smps; do
   for i in $images; do
     label=$i
     [ "$i" = hotring ] && label=$hotring_label
     [ "$i" = hotring-hostonly ] && label="$hotring_label --host-only"
+    [ "$i" = hotring-serial ] && label="$hotring_label modules_serial"
+    [ "$i" = hotring-walk ] && label="$hotring_label drivers_first=0"
+    [ "$i" = hotring-all ] && label="$hotring_label coldplug_subsystems"
+    [ "$i" = hotring-4t ] && label="$hotring_label modules_threads=4"
+    [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
-    printf '%-34s %4s %16s %18s %8s %10s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$work/$i.img" | cut -f1)"
+    b=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s && $7 != "-" {print $7}' "$results" | median)
+    d=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s && $8 != "-" {print $8}' "$results" | median)
+    printf '%-34s %4s %16s %18s %8s %10s %9s %9s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$(image_file "$i")" | cut -f1)" "$b" "$d"
   done
 done

@@ -13,7 +13,8 @@
 #     (boot-timeline.svg in the outputs) with the module loads on it.
 # The guest waits for the USB keyboard's HID device (hotring.settle_for=SUBSYSTEM=hid): the hub
 # thread enumerates it only after xhci_pci is loaded, so it may come after coldplug settled.
-# A second boot with root=/dev/vda must switch to the ext4 root and run its marker program.
+# A second boot with root=LABEL=hotring-root (mkdisk.sh's label) must find /dev/vda by its
+# superblock (settle --for LABEL=), switch to the ext4 root and run its marker program.
 # Every assertion prints PASS or FAIL with what it saw; the consoles are kept in
 # $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs/).
 #
@@ -160,11 +161,14 @@ fi
 log2="$out/console-root.log"
 status=0
 sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/hotring.img" --disk "$work/disk.img" \
-  --log "$log2" --smp "$smp" --timeout 360 --append "root=/dev/vda rootfstype=ext4 hotring.settle_timeout=240" || status=$?
+  --log "$log2" --smp "$smp" --timeout 360 --append "root=LABEL=hotring-root rootfstype=ext4 hotring.settle_timeout=240" || status=$?
 tr -d '\r' <"$log2" >"$work/console2"
 echo "--- console of the root= boot (hotring and marker lines) ---"
 grep -E '^hotring(:| init:|-marker:)' "$work/console2" | cut -c1-300
 echo "---"
+grep -q '^hotring init: root=LABEL=hotring-root is /dev/vda$' "$work/console2" &&
+  pass "root=LABEL=hotring-root resolved to /dev/vda" ||
+  fail "root=LABEL=hotring-root was not resolved to /dev/vda: $(grep '^hotring init: ' "$work/console2" | head -n 3 | tr '\n' '|')"
 marker=$(grep '^hotring-marker: switched to the ext4 root' "$work/console2" | head -n 1)
 case "$marker" in
   *"pid 1, root /dev/vda ext4"*) pass "switch_root: $marker" ;;

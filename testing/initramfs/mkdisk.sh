@@ -1,7 +1,8 @@
 #!/bin/sh
-# The guest's virtio disk: an ext4 filesystem (made with mkfs.ext4 -d, nothing is mounted) whose
-# /sbin/init is a marker program: it prints "hotring-marker: switched to the ext4 root" and
-# powers the guest off. busybox-static is its shell and its poweroff.
+# The guest's virtio disk: an ext4 filesystem labelled hotring-root (the boot test mounts it with
+# root=LABEL=hotring-root), made with mkfs.ext4 -d (nothing is mounted), whose /sbin/init is a
+# marker program: it prints "hotring-marker: switched to the ext4 root" and powers the guest
+# off. busybox-static is its shell and its poweroff.
 #
 #   mkdisk.sh --out IMAGE
 set -eu
