@@ -31,7 +31,7 @@ namespace {
 
 struct Options {
   int64_t events = 100000;
-  absl::Duration idle_wait = absl::Seconds(3);
+  absl::Duration idle_wait = absl::Seconds(5);
   std::vector<std::string> daemon_args;
   bool mappings = false;
 };
@@ -42,7 +42,7 @@ constexpr char kUsage[] =
     "its peak resident set (VmHWM) over a burst of events sent as fast as the socket takes them\n"
     "(sendmmsg x64), and its memory once idle again; then checks that every event was handled.\n"
     "  --events N            events of the burst (default 100000)\n"
-    "  --idle-wait S         seconds idle before each idle reading (default 3)\n"
+    "  --idle-wait S         seconds idle before each idle reading (default 5; the daemon gives memory back after 2)\n"
     "  --daemon-arg ARG      one more argument for the daemon (repeatable)\n"
     "  --mappings            also list the daemon's largest mappings at each reading\n";
 
