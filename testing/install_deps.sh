@@ -10,6 +10,8 @@ pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
 # udev image (bench_boot.sh, regen_expected_modules.sh) also needs initramfs-tools and udev:
 # those scripts install them, since the tests do not need them.
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
+# python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh.
+pkgs="$pkgs python3"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
