@@ -35,6 +35,10 @@ rate=20  # injected uevents per second
 # events, when both are full.
 timeline_keep=1024
 steady_after=5000
+# Injected SEQNUMs start far above the kernel's: the host's own uevents reach every network
+# namespace, and with their lower SEQNUMs they are then dropped as duplicates (and counted)
+# instead of moving the daemon's expected SEQNUM under the injected ones.
+seqnum_base=1000000000
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
@@ -85,7 +89,7 @@ chmod +x "$out/handler.sh"
 mkdir -p "$out/sys" "$out/dev"  # an empty tree for the overrun resync, a private /dev
 
 "$hotring" daemon --socket "$socket" --exec "$out/handler.sh" --netlink-trust-userspace \
-  --seqnum-file '' --expect-seqnum 1 --reorder-timeout 1 --event-timeout 2 --kill-grace 1 \
+  --seqnum-file '' --expect-seqnum $((seqnum_base + 1)) --reorder-timeout 1 --event-timeout 2 --kill-grace 1 \
   --sysfs-root "$out/sys" --config /dev/null --dev-root "$out/dev" --no-modules \
   --timeline-keep "$timeline_keep" --log-level warning 2>"$out/daemon.log" &
 daemon=$!
@@ -103,9 +107,9 @@ for _ in $(seq 100); do
 done
 
 # Injector: prints "sent unique duplicates hang crash flood" when it ends.
-"$py" - "$deadline" "$rate" >"$out/injector.out" 2>"$out/injector.err" <<'EOF' &
+"$py" - "$deadline" "$rate" "$seqnum_base" >"$out/injector.out" 2>"$out/injector.err" <<'EOF' &
 import random, socket, sys, time
-deadline, rate = int(sys.argv[1]), float(sys.argv[2])
+deadline, rate, base = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 15)  # NETLINK_KOBJECT_UEVENT
 s.bind((0, 0))
 rnd = random.Random(13)
@@ -126,7 +130,7 @@ while time.time() < deadline:
         seq += 2 if r < 0.05 else 1  # a gap that never fills
         dev = "/devices/virtual/hotring_soak/dev%d" % (seq % 500)
         action = "remove" if rnd.random() < 0.2 else "add"
-        env = ["ACTION=" + action, "DEVPATH=" + dev, "SUBSYSTEM=soak", "SEQNUM=%d" % seq]
+        env = ["ACTION=" + action, "DEVPATH=" + dev, "SUBSYSTEM=soak", "SEQNUM=%d" % (base + seq)]
         k = rnd.random()
         kind = "hang" if k < 0.005 else "crash" if k < 0.02 else "flood" if k < 0.025 else ""
         if kind:
@@ -191,7 +195,7 @@ done
 # Stop the load and let the daemon finish what it accepted.
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
-"$hotring" settle --socket "$socket" --timeout 60 >/dev/null 2>&1 || true
+"$hotring" settle --socket "$socket" --timeout 300 >"$out/settle.out" 2>&1 || true
 sleep 3  # the idle trim (2 s)
 st=/proc/$daemon/status
 printf '%s\t%s\t%s\t%s\t%s\t%s\n' "end" "$(field $st VmRSS)" "$(field $st RssAnon)" \
@@ -211,6 +215,7 @@ check() {  # check DESCRIPTION CONDITION...
   if "$@"; then echo "ok    $what"; else echo "FAIL  $what"; fail=1; fi
 }
 echo "injected: $sent datagrams, $unique events, $dups duplicates ($hangs hang, $crashes crash, $floods flood)"
+echo "other netlink datagrams (the host's uevents): $((netlink_received - sent))"
 echo "clients: $clients send --wait, $clients_ok answered; monitor drops $monitor_drops"
 echo "daemon: received $received, handled $handled, failed $failed, timed out $timed_out (killed $killed)"
 check "received = handled + failed + timed_out ($received = $handled + $failed + $timed_out)" \
