@@ -41,7 +41,7 @@ constexpr absl::string_view kUsage =
     "  mdev [-s|-d [-f]]      busybox's mdev (also when invoked as `mdev`, a symlink)\n"
     "  init                   PID 1 of an initramfs (also as a program named init)\n"
     "  modprobe               kmod's modprobe (also as a program named modprobe)\n"
-    "  bench reactor|events|coldplug|startup|rules|modules|sysv|uds|uds-server|uds-client|dgram-fanin\n"
+    "  bench reactor|events|coldplug|startup|rules|modules|memory|sysv|uds|uds-server|uds-client|dgram-fanin\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
     "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"

@@ -12,6 +12,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/bench/bench_memory.h"
 #include "hotplug/bench/bench_startup.h"
 #include "hotplug/bench/bench_rules.h"
 #include "hotplug/bench_coldplug.h"
@@ -322,7 +323,7 @@ int RunHotplugCommand(const std::string& command, const std::vector<std::string>
 
 bool IsHotplugBench(const std::string& name) {
   return name == "events" || name == "coldplug" || name == "startup" || name == "rules" ||
-         name == "modules";
+         name == "modules" || name == "memory";
 }
 
 int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
@@ -331,6 +332,7 @@ int RunHotplugBench(const std::string& name, const std::vector<std::string>& arg
   if (name == "startup") return BenchStartupCommand(args);
   if (name == "rules") return bench::BenchRulesCommand(args);
   if (name == "modules") return bench::BenchModulesCommand(args);
+  if (name == "memory") return bench::BenchMemoryCommand(args);
   std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
   return 2;
 }

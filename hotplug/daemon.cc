@@ -98,6 +98,8 @@ Daemon::~Daemon() {
   // Tasks go first (members declared last), then the sockets; the socket file goes last.
   workers_.CancelAll();
   services_.CancelAll();
+  control_receiver_.reset();
+  netlink_receiver_.reset();
   // The handler's own tasks (module loads) await on the reactor: they go before it does.
   handler_.reset();
   if (!control_path_.empty()) ::unlink(control_path_.c_str());
@@ -148,7 +150,9 @@ absl::Status Daemon::Init() {
   // A ring that runs dry loses nothing: the receive ends with ENOBUFS, the datagrams stay in the
   // socket and the receiver re-arms. Bigger rings cost: the kernel takes buffers in ring order,
   // so each copy lands in memory not touched since the last lap (1024 x 4 KiB instead of
-  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst).
+  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst). 64 buffers each:
+  // twice a multishot pass, and what a burst leaves resident until the idle trim (a page per
+  // buffer for nearly every uevent) stays within a small board's budget.
   HOTRING_ASSIGN_OR_RETURN(control_ring_, io::BufferRing::Create(*reactor_, kControlRingGroup,
                                                                  64, kMaxWireBytes + 1024));
   if (options_.netlink) {
@@ -164,7 +168,7 @@ absl::Status Daemon::Init() {
             listener->receive_buffer, listener->receive_buffer_forced ? " (forced)" : "");
     netlink_fd_ = std::move(listener->fd);
     HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
-                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 128, 4096));
+                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 64, 4096));
     if (options_.netlink_trust_userspace) {
       LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
                  "socket; for tests in a private network namespace only");
@@ -195,6 +199,7 @@ Task<absl::Status> Daemon::Main() {
   services_.Spawn(ReceiveControl());
   if (netlink_fd_.valid()) services_.Spawn(ReceiveNetlink());
   services_.Spawn(ReorderTimer());
+  services_.Spawn(TrimWhenIdle());
   TaskScope signal_scope;
   signal_scope.Spawn(WatchSignals());
   LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
@@ -253,7 +258,8 @@ Task<void> Daemon::WatchSignals() {
 }
 
 Task<void> Daemon::ReceiveControl() {
-  io::MultishotReceiver receiver(*reactor_, control_fd_.get(), control_ring_);
+  io::MultishotReceiver& receiver =
+      control_receiver_.emplace(*reactor_, control_fd_.get(), control_ring_);
   for (;;) {
     absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
     if (!datagram.ok()) {
@@ -720,6 +726,31 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
   CheckIdle();
 }
 
+Task<void> Daemon::TrimWhenIdle() {
+  // Long enough that a burst's pauses (a coldplug walk, a settle) do not trim between its
+  // events, short enough that a board gets its memory back soon after.
+  constexpr absl::Duration kIdleFor = absl::Seconds(2);
+  for (;;) {
+      const uint64_t mark = counters_.received;
+    (void)co_await io::Sleep(*reactor_, kIdleFor);
+    if (!Idle() || counters_.received != mark) continue;
+    ReleaseIdleMemory();
+    // Until an event is handled nothing has grown; requests alone (status) do not count.
+    do {
+      co_await idle_.Wait();
+    } while (!Idle());
+  }
+}
+
+void Daemon::ReleaseIdleMemory() {
+  const bool control = control_receiver_.has_value() && control_receiver_->ReleaseIdleMemory();
+  const bool netlink = netlink_receiver_.has_value() && netlink_receiver_->ReleaseIdleMemory();
+  const size_t text = idle_memory_.Release();
+  LogDebug("idle: memory given back (receive buffers: control %s, netlink %s; heap; %d KiB of "
+           "program text unmapped)",
+           control ? "yes" : "no", netlink ? "yes" : "no", text / 1024);
+}
+
 void Daemon::CheckIdle() {
   if (!Idle()) return;
   (void)timeline_.Flush();
@@ -838,7 +869,8 @@ void Daemon::NotifyMonitors(const Event& event, EventResult result, absl::Durati
 }
 
 Task<void> Daemon::ReceiveNetlink() {
-  io::MultishotReceiver receiver(*reactor_, netlink_fd_.get(), netlink_ring_);
+  io::MultishotReceiver& receiver =
+      netlink_receiver_.emplace(*reactor_, netlink_fd_.get(), netlink_ring_);
   bool in_storm = false;
   for (;;) {
     absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
@@ -1024,19 +1056,21 @@ void Daemon::SendSettled(const io::SocketAddress& to, uint32_t cookie,
 
 void Daemon::Probe(HandledDevice& device) {
   device.probed = true;
-  const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.event.devname);
+  const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.properties.devname());
   // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= settle,
   // once per handled block device.
   absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(path);
   if (!fs.ok()) {
     ++counters_.probe_errors;
     if (counters_.probe_errors <= 3) {
-      LogWarning("probe %s (%s): %s", path, device.event.devpath, fs.status().ToString());
+      LogWarning("probe %s (%s): %s", path, device.properties.devpath(),
+                 fs.status().ToString());
     }
     return;
   }
-  device.fs = *std::move(fs);
-  if (device.fs.has_value()) {
+  device.fs.reset();
+  if (fs->has_value()) {
+    device.fs = std::make_unique<FsIdentity>(**std::move(fs));
     LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
             device.fs->uuid);
   }

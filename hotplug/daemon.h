@@ -31,6 +31,8 @@
 #include "hotplug/reorderer.h"
 #include "hotplug/scheduler.h"
 #include "hotplug/timeline.h"
+#include "core/idle_memory.h"
+#include "io/multishot.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"
@@ -155,6 +157,11 @@ class Daemon : private StepRecorder {
   // The event's handler is done: count, log, ack, tell monitors, then free its slot and pump.
   void FinishEvent(uint64_t id, const HandlerResult& result);
   void CheckIdle();
+  // Gives memory back once the daemon has been idle (nothing pending, no event) for a while:
+  // the receive rings' buffer pages, free heap, the program text's mappings. Once per idle
+  // period: it waits for the next handled event before it looks again.
+  Task<void> TrimWhenIdle();
+  void ReleaseIdleMemory();
   void AnswerSettlers();
   // `settle --for`: answered at once when recorded devices already satisfy it, else kept.
   void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
@@ -197,6 +204,10 @@ class Daemon : private StepRecorder {
   UniqueFd rebroadcast_fd_;
   std::shared_ptr<io::BufferRing> control_ring_;
   std::shared_ptr<io::BufferRing> netlink_ring_;
+  // The receive loops' receivers, here so that TrimWhenIdle can reach them; made by the loops.
+  std::optional<io::MultishotReceiver> control_receiver_;
+  std::optional<io::MultishotReceiver> netlink_receiver_;
+  IdleMemory idle_memory_ = IdleMemory::ForThisProgram();
 
   Reorderer reorderer_;
   Scheduler scheduler_;

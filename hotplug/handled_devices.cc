@@ -27,30 +27,86 @@ absl::StatusOr<SettleCondition> ParseSettleCondition(absl::string_view text) {
 
 namespace {
 
+// Pieces longer than this are cut (no uevent has one: the kernel's whole environment is 2 KiB,
+// a sent event's datagram 8 KiB).
+constexpr size_t kMaxPiece = 0xffff;
+
+void AppendPiece(std::string& packed, absl::string_view piece) {
+  piece = piece.substr(0, kMaxPiece);
+  packed.push_back(static_cast<char>(piece.size() & 0xff));
+  packed.push_back(static_cast<char>(piece.size() >> 8));
+  packed.append(piece.data(), piece.size());
+}
+
+// Reads the piece at `at` and moves `at` past it; false at the end.
+bool NextPiece(absl::string_view packed, size_t& at, absl::string_view& piece) {
+  if (at + 2 > packed.size()) return false;
+  const size_t length = static_cast<unsigned char>(packed[at]) |
+                        (static_cast<size_t>(static_cast<unsigned char>(packed[at + 1])) << 8);
+  piece = packed.substr(at + 2, length);
+  at += 2 + length;
+  return true;
+}
+
 std::optional<absl::string_view> FsProperty(const HandledDevice& device, absl::string_view key) {
-  return device.event.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
+  return device.properties.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
 }
 
 }  // namespace
+
+DeviceProperties::DeviceProperties(const Event& event) {
+  size_t bytes = 6 + event.devpath.size() + event.subsystem.size() + event.devname.size();
+  for (const auto& [key, value] : event.env) bytes += 4 + key.size() + value.size();
+  packed_.reserve(bytes);
+  AppendPiece(packed_, event.devpath);
+  AppendPiece(packed_, event.subsystem);
+  AppendPiece(packed_, event.devname);
+  for (const auto& [key, value] : event.env) {
+    AppendPiece(packed_, key);
+    AppendPiece(packed_, value);
+  }
+}
+
+absl::string_view DeviceProperties::Piece(size_t n) const {
+  size_t at = 0;
+  absl::string_view piece;
+  for (size_t i = 0; i <= n; ++i) {
+    if (!NextPiece(packed_, at, piece)) return absl::string_view();
+  }
+  return piece;
+}
+
+std::optional<absl::string_view> DeviceProperties::Get(absl::string_view key) const {
+  size_t at = 0;
+  absl::string_view piece;
+  for (int i = 0; i < 3; ++i) {
+    if (!NextPiece(packed_, at, piece)) return std::nullopt;
+  }
+  absl::string_view k, v;
+  while (NextPiece(packed_, at, k) && NextPiece(packed_, at, v)) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
 
 bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
   if (condition.names_filesystem()) {
     if (const std::optional<absl::string_view> v = FsProperty(device, condition.key)) {
       return *v == condition.value;
     }
-    if (!device.fs.has_value()) return false;
+    if (device.fs == nullptr) return false;
     const std::string& v = condition.key == "LABEL" ? device.fs->label : device.fs->uuid;
     // blkid prints vfat ids in upper case and the rest in lower case; people type either.
     return !v.empty() && (condition.key == "UUID" ? absl::EqualsIgnoreCase(v, condition.value)
                                                    : v == condition.value);
   }
-  const std::optional<absl::string_view> v = device.event.Get(condition.key);
+  const std::optional<absl::string_view> v = device.properties.Get(condition.key);
   return v.has_value() && *v == condition.value;
 }
 
 bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
-  return condition.names_filesystem() && !device.probed && device.event.subsystem == "block" &&
-         !device.event.devname.empty() && !FsProperty(device, condition.key).has_value();
+  return condition.names_filesystem() && !device.probed && device.properties.subsystem() == "block" &&
+         !device.properties.devname().empty() && !FsProperty(device, condition.key).has_value();
 }
 
 void HandledDevices::Forget(absl::string_view devpath) {
@@ -73,12 +129,12 @@ HandledDevice* HandledDevices::Record(Event&& event) {
     next_ = (next_ + 1) % max_;
   }
   HandledDevice& slot = slots_[at];
-  if (!slot.empty()) Forget(slot.event.devpath);  // the oldest event's device falls out
-  slot.event = std::move(event);
+  if (!slot.empty()) Forget(slot.properties.devpath());  // the oldest device falls out
+  slot.properties = DeviceProperties(event);
   slot.probed = false;
   slot.fs.reset();
-  // Keyed by the slot's own string (a short DEVPATH lives inside it, so view it only now).
-  index_.emplace(slot.event.devpath, at);
+  // Keyed by the slot's own string (a short one lives inside it, so view it only now).
+  index_.emplace(slot.properties.devpath(), at);
   return &slot;
 }
 
@@ -92,7 +148,7 @@ bool SettleWaiter::Offer(const HandledDevice& device) {
   for (size_t i = 0; i < conditions_.size(); ++i) {
     if (!met_[i] && Satisfies(device, conditions_[i])) {
       met_[i] = true;
-      met_by_[i] = device.event.devname;
+      met_by_[i] = std::string(device.properties.devname());
     }
   }
   return done();

@@ -35,8 +35,30 @@ TEST(SettleConditionTest, Parses) {
   EXPECT_FALSE(ParseSettleCondition("DEV NAME=vda").ok());
 }
 
+TEST(DevicePropertiesTest, PacksEveryPieceAndFindsEachVariable) {
+  const std::string long_value(3000, 'v');
+  const DeviceProperties p(Device("add", "/devices/x", "block",
+                                  {{"DEVNAME", "sda"}, {"EMPTY", ""}, {"LONG", long_value},
+                                   {std::string("WITH\0NUL", 8), std::string("a\0b", 3)}}));
+  EXPECT_EQ(p.devpath(), "/devices/x");
+  EXPECT_EQ(p.subsystem(), "block");
+  EXPECT_EQ(p.devname(), "sda");
+  EXPECT_EQ(p.Get("ACTION"), "add");
+  EXPECT_EQ(p.Get("DEVPATH"), "/devices/x");
+  EXPECT_EQ(p.Get("EMPTY"), "");
+  EXPECT_EQ(p.Get("LONG"), long_value);
+  EXPECT_EQ(p.Get(absl::string_view("WITH\0NUL", 8)), absl::string_view("a\0b", 3));
+  EXPECT_EQ(p.Get("MISSING"), std::nullopt);
+  EXPECT_EQ(p.Get("sda"), std::nullopt);  // a value is never taken for a key
+  EXPECT_FALSE(p.empty());
+  EXPECT_TRUE(DeviceProperties().empty());
+  EXPECT_EQ(DeviceProperties().devpath(), "");
+  EXPECT_EQ(DeviceProperties().Get("ACTION"), std::nullopt);
+}
+
 TEST(HandledDevicesTest, PropertiesMatchExactly) {
-  HandledDevice d{Device("add", "/devices/virtio1/block/vda", "block", {{"DEVNAME", "vda"}})};
+  HandledDevice d{
+      DeviceProperties(Device("add", "/devices/virtio1/block/vda", "block", {{"DEVNAME", "vda"}}))};
   EXPECT_TRUE(Satisfies(d, Cond("DEVNAME=vda")));
   EXPECT_TRUE(Satisfies(d, Cond("DEVNAME=/dev/vda")));
   EXPECT_FALSE(Satisfies(d, Cond("DEVNAME=vdb")));
@@ -46,24 +68,26 @@ TEST(HandledDevicesTest, PropertiesMatchExactly) {
 }
 
 TEST(HandledDevicesTest, FilesystemFromPropertiesOrProbe) {
-  HandledDevice tagged{Device("add", "/devices/b/vda1", "block",
-                              {{"DEVNAME", "vda1"}, {"ID_FS_LABEL", "root"}})};
+  HandledDevice tagged{DeviceProperties(
+      Device("add", "/devices/b/vda1", "block", {{"DEVNAME", "vda1"}, {"ID_FS_LABEL", "root"}}))};
   EXPECT_TRUE(Satisfies(tagged, Cond("LABEL=root")));
   EXPECT_FALSE(WantsProbe(tagged, Cond("LABEL=root")));  // the property decides
   EXPECT_TRUE(WantsProbe(tagged, Cond("UUID=x")));       // no ID_FS_UUID: the superblock may
 
-  HandledDevice plain{Device("add", "/devices/b/vda2", "block", {{"DEVNAME", "vda2"}})};
+  HandledDevice plain{
+      DeviceProperties(Device("add", "/devices/b/vda2", "block", {{"DEVNAME", "vda2"}}))};
   EXPECT_TRUE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_FALSE(Satisfies(plain, Cond("LABEL=data")));
   plain.probed = true;
-  plain.fs = FsIdentity{"vfat", "data", "ABCD-1234"};
+  plain.fs = std::make_unique<FsIdentity>(FsIdentity{"vfat", "data", "ABCD-1234"});
   EXPECT_FALSE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("UUID=abcd-1234")));  // case-insensitive UUIDs
   EXPECT_FALSE(Satisfies(plain, Cond("LABEL=DATA")));     // labels are exact
   EXPECT_FALSE(Satisfies(plain, Cond("LABEL=")));         // an empty label matches nothing
 
-  HandledDevice nic{Device("add", "/devices/net/eth0", "net", {{"INTERFACE", "eth0"}})};
+  HandledDevice nic{
+      DeviceProperties(Device("add", "/devices/net/eth0", "net", {{"INTERFACE", "eth0"}}))};
   EXPECT_FALSE(WantsProbe(nic, Cond("LABEL=data")));
 }
 
@@ -76,7 +100,7 @@ TEST(HandledDevicesTest, RemoveForgetsAndTheRecordIsBounded) {
   for (int i = 0; i < 100; ++i) {
     HandledDevice* d = devices.Record(Device("change", "/devices/b", "x"));
     ASSERT_NE(d, nullptr);
-    EXPECT_EQ(d->event.action, "change");
+    EXPECT_EQ(d->properties.Get("ACTION"), "change");
   }
   ASSERT_NE(devices.Record(Device("add", "/devices/c", "x")), nullptr);
   ASSERT_NE(devices.Record(Device("add", "/devices/d", "x")), nullptr);
@@ -84,7 +108,7 @@ TEST(HandledDevicesTest, RemoveForgetsAndTheRecordIsBounded) {
   EXPECT_EQ(devices.size(), 3u);
   std::vector<std::string> kept;
   devices.ForEach([&](HandledDevice& d) {
-    kept.push_back(d.event.devpath);
+    kept.push_back(std::string(d.properties.devpath()));
     return false;
   });
   std::sort(kept.begin(), kept.end());
@@ -113,8 +137,8 @@ TEST(HandledDevicesTest, GrowsOnDemandAndKeepsEveryEntryFindable) {
   bool has_new = false;
   devices.ForEach([&](HandledDevice& d) {
     ++seen;
-    has_d1 = has_d1 || d.event.devpath == "/d1";
-    has_new = has_new || d.event.devpath == "/new";
+    has_d1 = has_d1 || d.properties.devpath() == "/d1";
+    has_new = has_new || d.properties.devpath() == "/new";
     return false;
   });
   EXPECT_EQ(seen, 501u);
@@ -123,7 +147,7 @@ TEST(HandledDevicesTest, GrowsOnDemandAndKeepsEveryEntryFindable) {
   ASSERT_NE(devices.Record(Device("add", "/more", "x")), nullptr);  // evicts /d1, the oldest live
   has_d1 = false;
   devices.ForEach([&](HandledDevice& d) {
-    has_d1 = has_d1 || d.event.devpath == "/d1";
+    has_d1 = has_d1 || d.properties.devpath() == "/d1";
     return false;
   });
   EXPECT_FALSE(has_d1);
@@ -132,11 +156,13 @@ TEST(HandledDevicesTest, GrowsOnDemandAndKeepsEveryEntryFindable) {
 
 TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
   SettleWaiter waiter({Cond("DEVNAME=vda"), Cond("SUBSYSTEM=net")});
-  EXPECT_FALSE(waiter.Offer(HandledDevice{Device("add", "/devices/other", "usb")}));
   EXPECT_FALSE(
-      waiter.Offer(HandledDevice{Device("add", "/devices/vda", "block", {{"DEVNAME", "vda"}})}));
+      waiter.Offer(HandledDevice{DeviceProperties(Device("add", "/devices/other", "usb"))}));
+  EXPECT_FALSE(waiter.Offer(HandledDevice{
+      DeviceProperties(Device("add", "/devices/vda", "block", {{"DEVNAME", "vda"}}))}));
   EXPECT_EQ(waiter.Unmet(), "SUBSYSTEM=net");
-  EXPECT_TRUE(waiter.Offer(HandledDevice{Device("add", "/devices/eth0", "net")}));
+  EXPECT_TRUE(
+      waiter.Offer(HandledDevice{DeviceProperties(Device("add", "/devices/eth0", "net"))}));
   EXPECT_TRUE(waiter.done());
   EXPECT_EQ(waiter.Unmet(), "");
   EXPECT_EQ(waiter.met_by(0), "vda");
@@ -147,10 +173,10 @@ TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
 // with the same label does not replace it.
 TEST(SettleWaiterTest, RemembersTheDeviceThatMetEachCondition) {
   SettleWaiter waiter({Cond("LABEL=root")});
-  HandledDevice first{Device("add", "/devices/vdb", "block", {{"DEVNAME", "vdb"}})};
-  first.fs = FsIdentity{"ext4", "root", "u1"};
-  HandledDevice second{Device("add", "/devices/vdc", "block", {{"DEVNAME", "vdc"}})};
-  second.fs = FsIdentity{"ext4", "root", "u2"};
+  HandledDevice first{DeviceProperties(Device("add", "/devices/vdb", "block", {{"DEVNAME", "vdb"}}))};
+  first.fs = std::make_unique<FsIdentity>(FsIdentity{"ext4", "root", "u1"});
+  HandledDevice second{DeviceProperties(Device("add", "/devices/vdc", "block", {{"DEVNAME", "vdc"}}))};
+  second.fs = std::make_unique<FsIdentity>(FsIdentity{"ext4", "root", "u2"});
   EXPECT_EQ(waiter.met_by(0), "");
   EXPECT_TRUE(waiter.Offer(first));
   EXPECT_TRUE(waiter.Offer(second));

@@ -1,6 +1,9 @@
 #include "io/buffer_ring.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 
@@ -33,10 +36,16 @@ absl::StatusOr<std::shared_ptr<BufferRing>> BufferRing::Create(Reactor& reactor,
   if (ret < 0) return ErrnoStatus("io_uring_register_buf_ring", -ret);
   ring->registered_ = true;
   io_uring_buf_ring_init(ring->ring_);
-  ring->storage_ = std::unique_ptr<char[]>(new char[static_cast<size_t>(count) * size]);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  ring->stride_ = (size + page - 1) / page * page;
+  ring->storage_bytes_ = ring->stride_ * count;
+  void* storage = ::mmap(nullptr, ring->storage_bytes_, PROT_READ | PROT_WRITE,
+                         MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (storage == MAP_FAILED) return ErrnoStatus("mmap(buffer ring storage)");
+  ring->storage_ = static_cast<char*>(storage);
   const int mask = io_uring_buf_ring_mask(count);
   for (uint16_t i = 0; i < count; ++i) {
-    io_uring_buf_ring_add(ring->ring_, ring->storage_.get() + static_cast<size_t>(i) * size,
+    io_uring_buf_ring_add(ring->ring_, ring->storage_ + static_cast<size_t>(i) * ring->stride_,
                           size, i, mask, i);
   }
   io_uring_buf_ring_advance(ring->ring_, count);
@@ -50,10 +59,20 @@ BufferRing::~BufferRing() {
     if (ret < 0) LogWarning("io_uring_unregister_buf_ring(%d): %s", group_id_, strerror(-ret));
   }
   if (ring_ != nullptr) ::munmap(ring_, ring_bytes_);
+  if (storage_ != nullptr) ::munmap(storage_, storage_bytes_);
 }
 
 absl::Span<char> BufferRing::Data(uint16_t buffer_id) {
-  return absl::Span<char>(storage_.get() + static_cast<size_t>(buffer_id) * size_, size_);
+  return absl::Span<char>(storage_ + static_cast<size_t>(buffer_id) * stride_, size_);
+}
+
+bool BufferRing::ReleaseMemory() {
+  if (available_ != count_) return false;
+  if (::madvise(storage_, storage_bytes_, MADV_DONTNEED) != 0) {
+    LogWarning("madvise(buffer ring %d, MADV_DONTNEED): %s", group_id_, strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 void BufferRing::Recycle(uint16_t buffer_id) {

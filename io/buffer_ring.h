@@ -39,6 +39,16 @@ class BufferRing {
   // A CQE handed buffer `buffer_id` to a consumer.
   void MarkTaken() { --available_; }
 
+  // Gives the pages behind the buffers back to the kernel (MADV_DONTNEED: they read as zeros
+  // and cost nothing until the kernel writes a datagram into them again); false, doing
+  // nothing, while a consumer holds a buffer. A burst touches every buffer, and without this
+  // the daemon kept them all resident for the rest of its life. The caller makes sure the
+  // kernel is not filling a buffer and no completion naming one is unconsumed
+  // (MultishotReceiver::ReleaseIdleMemory).
+  bool ReleaseMemory();
+  // Bytes of buffer storage (every buffer starts on a page; see stride_).
+  [[nodiscard]] size_t storage_bytes() const { return storage_bytes_; }
+
  private:
   BufferRing(Reactor& reactor, uint16_t group_id, uint16_t count, uint32_t size);
   Reactor& reactor_;
@@ -47,10 +57,15 @@ class BufferRing {
   uint32_t size_;
   io_uring_buf_ring* ring_ = nullptr;
   size_t ring_bytes_ = 0;
-  // Not zeroed: the kernel fills a buffer before anything reads it, and zero-filling touched
-  // every page at start-up (the netlink and control rings, 1.1 MB, were most of the daemon's
-  // start-up CPU). Untouched pages cost nothing until a datagram first lands in them.
-  std::unique_ptr<char[]> storage_;
+  // Anonymous pages of their own (mmap), not zeroed by us: the kernel fills a buffer before
+  // anything reads it, and zero-filling touched every page at start-up (the netlink and
+  // control rings, 1.1 MB, were most of the daemon's start-up CPU). Untouched pages cost
+  // nothing until a datagram first lands in them, and ReleaseMemory can hand them back.
+  char* storage_ = nullptr;
+  size_t storage_bytes_ = 0;
+  // Distance between buffers: `size` rounded up to whole pages, so a datagram smaller than a
+  // page (nearly every uevent) touches one page of its buffer, not two.
+  size_t stride_ = 0;
   uint32_t available_ = 0;
   bool registered_ = false;
 };

@@ -90,6 +90,15 @@ void MultishotReceiver::Arm() {
   ++arms_;
 }
 
+bool MultishotReceiver::ReleaseIdleMemory() {
+  if (!reactor_.features().defer_taskrun || reactor_.has_unreaped_completions()) return false;
+  if (id_.valid()) {
+    const Operation* const op = reactor_.Lookup(id_);
+    if (op != nullptr && op->has_completion()) return false;
+  }
+  return ring_->ReleaseMemory();
+}
+
 Task<absl::StatusOr<Datagram>> MultishotReceiver::Next() {
   absl::StatusOr<Datagram> result;
   while (!TryReceive(result)) co_await CompletionAwaiter(reactor_, id_);

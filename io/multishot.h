@@ -101,6 +101,14 @@ class MultishotReceiver {
   };
   ReceiveAwaiter Receive() { return ReceiveAwaiter(*this); }
 
+  // Gives the ring's buffer pages back to the kernel (BufferRing::ReleaseMemory) when that is
+  // safe, and says whether it did. Safe means no datagram can be lost or torn: the consumer
+  // holds no buffer, no completion naming one is waiting to be read (reaped or not), and the
+  // kernel cannot be writing into one now. The last holds only with DEFER_TASKRUN, where the
+  // kernel runs the receive (and so fills buffers) inside this thread's io_uring_enter and
+  // nowhere else; without it the pages stay.
+  bool ReleaseIdleMemory();
+
   // Times the kernel ended the multishot because the ring was empty (data stays queued in the
   // socket; it is not lost).
   [[nodiscard]] uint64_t ring_exhausted() const { return ring_exhausted_; }

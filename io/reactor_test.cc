@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -243,6 +245,63 @@ TEST(ReactorTest, MultishotReceiveDeliversEveryDatagramAndRearmsWhenTheRingRunsD
   ASSERT_EQ(got.size(), static_cast<size_t>(kDatagrams));
   for (int i = 0; i < kDatagrams; ++i) EXPECT_EQ(got[i], absl::StrCat("dgram-", i));
   EXPECT_EQ((*ring)->available(), 4u);  // every lease returned
+}
+
+// An idle receiver gives its buffer pages back, but never while a buffer or a completion that
+// names one is unconsumed; receiving goes on after it as before.
+TEST(ReactorTest, MultishotReceiverReleasesIdleBuffersOnlyWhenNothingIsUnread) {
+  auto reactor = MakeReactor();
+  if (!reactor->features().defer_taskrun) GTEST_SKIP() << "needs IORING_SETUP_DEFER_TASKRUN";
+  auto pair = UnixSocketPair(SOCK_DGRAM);
+  ASSERT_TRUE(pair.ok());
+  auto ring = BufferRing::Create(*reactor, /*group_id=*/9, /*count=*/4, /*size=*/512);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  MultishotReceiver receiver(*reactor, pair->first.get(), *ring);
+  auto send = [&](const std::string& msg) {
+    ASSERT_EQ(::send(pair->second.get(), msg.data(), msg.size(), 0),
+              static_cast<ssize_t>(msg.size()));
+  };
+  auto receive = [&](int n, std::vector<std::string>& got) -> Task<absl::Status> {
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<Datagram> d = co_await receiver.Next();
+      if (!d.ok()) co_return d.status();
+      got.emplace_back(d->payload);
+    }
+    co_return absl::OkStatus();
+  };
+  std::vector<std::string> got;
+  send("one");
+  send("two");
+  ASSERT_TRUE(reactor->BlockOn(receive(1, got)).ok());
+  // "two" has been received into a buffer: its completion is reaped or waiting in the CQ.
+  ASSERT_TRUE(reactor->RunOnce(false).ok());
+  EXPECT_FALSE(receiver.ReleaseIdleMemory());
+  ASSERT_TRUE(reactor->BlockOn(receive(1, got)).ok());
+  // A datagram held by the consumer keeps the pages too.
+  send("held");
+  std::optional<Datagram> held;
+  auto hold = [&]() -> Task<absl::Status> {
+    absl::StatusOr<Datagram> d = co_await receiver.Next();
+    if (!d.ok()) co_return d.status();
+    held.emplace(std::move(*d));
+    co_return absl::OkStatus();
+  };
+  ASSERT_TRUE(reactor->BlockOn(hold()).ok());
+  EXPECT_FALSE(receiver.ReleaseIdleMemory());
+  EXPECT_EQ(held->payload, "held");
+  held.reset();
+  // Nothing unread: the pages go, and read as zeros.
+  EXPECT_TRUE(receiver.ReleaseIdleMemory());
+  for (uint16_t id = 0; id < 4; ++id) {
+    for (const char c : (*ring)->Data(id)) ASSERT_EQ(c, 0) << "buffer " << id;
+  }
+  for (int i = 0; i < 10; ++i) send(absl::StrCat("after-", i));
+  ASSERT_TRUE(reactor->BlockOn(receive(10, got)).ok());
+  ASSERT_EQ(got.size(), 12u);
+  EXPECT_EQ(got[0], "one");
+  EXPECT_EQ(got[1], "two");
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(got[2 + i], absl::StrCat("after-", i));
+  EXPECT_EQ((*ring)->available(), 4u);
 }
 
 // The frame-free path: queued completions are taken without suspending, waiting runs Next().

@@ -16,6 +16,8 @@ pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
 # The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
 # user under RLIMIT_NPROC (util-linux is essential in Debian; named so a slim image gets it).
 pkgs="$pkgs util-linux"
+# python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh.
+pkgs="$pkgs python3"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

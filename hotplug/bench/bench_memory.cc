@@ -1,0 +1,250 @@
+#include "hotplug/bench/bench_memory.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "core/unique_fd.h"
+#include "hotplug/bench_daemon.h"
+#include "hotplug/wire.h"
+#include "io/socket.h"
+
+namespace hotring::hotplug::bench {
+namespace {
+
+struct Options {
+  int64_t events = 100000;
+  absl::Duration idle_wait = absl::Seconds(5);
+  std::vector<std::string> daemon_args;
+  bool mappings = false;
+};
+
+constexpr char kUsage[] =
+    "usage: hotring bench memory [options]\n"
+    "A private daemon (--no-netlink, a private socket): its memory when idle after start-up,\n"
+    "its peak resident set (VmHWM) over a burst of events sent as fast as the socket takes them\n"
+    "(sendmmsg x64), and its memory once idle again; then checks that every event was handled.\n"
+    "  --events N            events of the burst (default 100000)\n"
+    "  --idle-wait S         seconds idle before each idle reading (default 5; the daemon gives memory back after 2)\n"
+    "  --daemon-arg ARG      one more argument for the daemon (repeatable)\n"
+    "  --mappings            also list the daemon's largest mappings at each reading\n";
+
+// "Key:   123 kB" -> 123.
+bool KibField(absl::string_view line, absl::string_view key, int64_t& out) {
+  if (!absl::ConsumePrefix(&line, key)) return false;
+  line = absl::StripAsciiWhitespace(line);
+  (void)absl::ConsumeSuffix(&line, "kB");
+  return absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &out);
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("open(", path, ")"));
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(absl::StrCat("read(", path, ")"));
+    if (n == 0) return text;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+std::string EventBytes(int64_t seqnum) {
+  WireMessage m;
+  m.type = WireType::kEvent;
+  m.fields = {{"ACTION", "add"},
+              {"DEVPATH", absl::StrCat("/devices/bench/dev", seqnum)},
+              {"SUBSYSTEM", "bench"},
+              {"SEQNUM", absl::StrCat(seqnum)}};
+  return EncodeWireMessage(m);
+}
+
+// Blocking sendmmsg, 64 datagrams a call: the daemon's receive queue fills and the sender
+// waits for room, so the burst is as dense as the daemon can take it.
+absl::Status SendBurst(const std::string& socket, int64_t count) {
+  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
+  if (::connect(fd.get(), address.get(), address.length) < 0) return ErrnoStatus("connect");
+  constexpr int64_t kBatch = 64;
+  std::vector<std::string> bytes(kBatch);
+  std::vector<iovec> iov(kBatch);
+  std::vector<mmsghdr> messages(kBatch);
+  for (int64_t i = 0; i < count;) {
+    const int64_t n = std::min(kBatch, count - i);
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t j = static_cast<size_t>(k);
+      bytes[j] = EventBytes(i + k);
+      iov[j] = iovec{bytes[j].data(), bytes[j].size()};
+      messages[j] = mmsghdr{};
+      messages[j].msg_hdr.msg_iov = &iov[j];
+      messages[j].msg_hdr.msg_iovlen = 1;
+    }
+    const int sent = ::sendmmsg(fd.get(), messages.data(), static_cast<unsigned>(n), 0);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("sendmmsg");
+    }
+    i += sent;
+  }
+  return absl::OkStatus();
+}
+
+std::string Row(absl::string_view name, const MemorySample& m) {
+  return absl::StrFormat("%-28s %8d %8d %8d %8d %4d\n", name, m.rss_kib, m.anonymous_kib,
+                         m.file_kib, m.peak_rss_kib, m.threads);
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "hotring bench memory: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+// The mappings holding the most resident memory: "rss anon start-end perms name" per line.
+std::string LargestMappings(pid_t pid, absl::string_view title) {
+  absl::StatusOr<std::string> smaps = ReadText(absl::StrCat("/proc/", pid, "/smaps"));
+  if (!smaps.ok()) return std::string(smaps.status().message());
+  std::vector<std::pair<int64_t, std::string>> rows;
+  std::string header;
+  int64_t rss = 0;
+  for (absl::string_view line : absl::StrSplit(*smaps, '\n')) {
+    int64_t anonymous = 0;
+    // A mapping's first line starts "start-end perms"; its fields start "Name:".
+    const absl::string_view first = line.substr(0, line.find(' '));
+    if (!first.empty() && first.back() != ':' && first.find('-') != absl::string_view::npos) {
+      header = std::string(line);
+    } else if (KibField(line, "Rss:", rss)) {
+    } else if (KibField(line, "Anonymous:", anonymous) && rss > 0) {
+      rows.emplace_back(rss, absl::StrFormat("  %6d %6d  %s\n", rss, anonymous, header));
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = absl::StrCat(title, " (largest mappings: rss anon, KiB)\n");
+  for (size_t i = 0; i < rows.size() && i < 8; ++i) out += rows[i].second;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<MemorySample> ReadMemory(pid_t pid) {
+  HOTRING_ASSIGN_OR_RETURN(const std::string rollup,
+                           ReadText(absl::StrCat("/proc/", pid, "/smaps_rollup")));
+  HOTRING_ASSIGN_OR_RETURN(const std::string status,
+                           ReadText(absl::StrCat("/proc/", pid, "/status")));
+  MemorySample m;
+  bool rss = false, anonymous = false, peak = false;
+  for (absl::string_view line : absl::StrSplit(rollup, '\n')) {
+    rss = rss || KibField(line, "Rss:", m.rss_kib);
+    anonymous = anonymous || KibField(line, "Anonymous:", m.anonymous_kib);
+  }
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    peak = peak || KibField(line, "VmHWM:", m.peak_rss_kib);
+    if (absl::ConsumePrefix(&line, "Threads:")) {
+      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &m.threads);
+    }
+  }
+  if (!rss || !anonymous || !peak) {
+    return absl::DataLossError(absl::StrCat("no Rss/Anonymous/VmHWM for pid ", pid));
+  }
+  m.file_kib = m.rss_kib - m.anonymous_kib;
+  return m;
+}
+
+int BenchMemoryCommand(const std::vector<std::string>& args) {
+  Options options;
+  FlagReader flags("bench memory", args);
+  while (flags.Next()) {
+    absl::Status s;
+    const std::string& f = flags.flag();
+    if (f == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (f == "--events") {
+      absl::StatusOr<int64_t> v = flags.IntInRange(1, 100'000'000);
+      if (v.ok()) options.events = *v;
+      s = v.status();
+    } else if (f == "--idle-wait") {
+      absl::StatusOr<absl::Duration> v = flags.Seconds();
+      if (v.ok()) options.idle_wait = *v;
+      s = v.status();
+    } else if (f == "--daemon-arg") {
+      absl::StatusOr<std::string> v = flags.String();
+      if (v.ok()) options.daemon_args.push_back(*v);
+      s = v.status();
+    } else if (f == "--mappings") {
+      options.mappings = true;
+      s = flags.NoValue();
+    } else {
+      s = flags.Unknown();
+    }
+    if (!s.ok()) return Fail(s);
+  }
+  auto run = [&]() -> absl::Status {
+    BenchDaemon::Options daemon_options;
+    daemon_options.args = {"--no-netlink", "--expect-seqnum", "0", "--log-level", "warning"};
+    daemon_options.args.insert(daemon_options.args.end(), options.daemon_args.begin(),
+                               options.daemon_args.end());
+    HOTRING_ASSIGN_OR_RETURN(BenchDaemon daemon, BenchDaemon::Start(std::move(daemon_options)));
+    absl::SleepFor(options.idle_wait);
+    HOTRING_ASSIGN_OR_RETURN(const MemorySample idle, ReadMemory(daemon.pid()));
+    std::string maps;
+    if (options.mappings) maps += LargestMappings(daemon.pid(), "idle after start-up");
+    HOTRING_RETURN_IF_ERROR(SendBurst(daemon.socket(), options.events));
+    HOTRING_RETURN_IF_ERROR(daemon.Settle(absl::Seconds(600)));
+    HOTRING_ASSIGN_OR_RETURN(const MemorySample settled, ReadMemory(daemon.pid()));
+    if (options.mappings) maps += LargestMappings(daemon.pid(), "burst settled");
+    absl::SleepFor(options.idle_wait);
+    HOTRING_ASSIGN_OR_RETURN(const MemorySample after, ReadMemory(daemon.pid()));
+    if (options.mappings) maps += LargestMappings(daemon.pid(), "idle after the burst");
+    HOTRING_ASSIGN_OR_RETURN(const auto counters, daemon.Status());
+    auto counter = [&](const char* key) -> uint64_t {
+      const auto it = counters.find(key);
+      return it == counters.end() ? 0 : it->second;
+    };
+    uint64_t dropped = 0;
+    for (const auto& [key, value] : counters) {
+      if (absl::StartsWith(key, "dropped_")) dropped += value;
+    }
+    std::string out = absl::StrFormat("%-28s %8s %8s %8s %8s %4s\n", "KiB", "rss", "anon",
+                                      "file", "peak", "thr");
+    out += Row("idle after start-up", idle);
+    out += Row("burst settled", settled);
+    out += Row("idle after the burst", after);
+    out += absl::StrFormat(
+        "burst: %d events sent, received %d, handled %d, failed %d, dropped %d%s\n",
+        options.events, counter("received"), counter("handled"), counter("failed"), dropped,
+        counter("handled") == static_cast<uint64_t>(options.events) &&
+                counter("received") == static_cast<uint64_t>(options.events)
+            ? " (lossless)"
+            : " (EVENTS LOST)");
+    out += maps;
+    std::fputs(out.c_str(), stdout);
+    if (counter("handled") != static_cast<uint64_t>(options.events)) {
+      return absl::DataLossError("not every event of the burst was handled");
+    }
+    return daemon.Stop();
+  };
+  const absl::Status status = run();
+  if (!status.ok()) return Fail(status);
+  return 0;
+}
+
+}  // namespace hotring::hotplug::bench
