@@ -33,6 +33,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/boot/boot_cmdline.h"
@@ -51,7 +52,7 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 absl::Duration BootTime() {
   timespec ts{};
   ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return absl::DurationFromTimespec(ts);
+  return DurationFromTimespec(ts);
 }
 
 double Millis(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
