@@ -18,6 +18,17 @@ pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
 pkgs="$pkgs util-linux"
 # python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh.
 pkgs="$pkgs python3"
+
+# Boards (bazel --config=aarch64 / --config=armhf, testing/arm/run_arm_tests.sh): Debian's cross
+# compilers, the static libraries of arm64 and armhf from Debian's multiarch archive, and qemu
+# for ARM. The ARM kernels and busybox are fetched by run_arm_tests.sh with apt-get download,
+# never installed. liburing-dev of each architecture comes last (see below).
+update=""
+for arch in arm64 armhf; do
+  dpkg --print-foreign-architectures | grep -qx "$arch" || { dpkg --add-architecture "$arch"; update=1; }
+  pkgs="$pkgs libabsl-dev:$arch libgtest-dev:$arch libgmock-dev:$arch liburing2:$arch"
+done
+pkgs="$pkgs g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-system-arm"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -25,7 +36,29 @@ done
 if [ -n "$missing" ]; then
   echo "installing:$missing" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  # One architecture's index may be mid-sync on the mirror; what was fetched still serves.
+  apt-get update -qq || echo "apt-get update failed for some index; going on with the rest" >&2
+  update=""
   # shellcheck disable=SC2086
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+# liburing.a for each board. liburing-dev:ARCH needs linux-libc-dev:ARCH at exactly the host's
+# linux-libc-dev version (Multi-Arch: same), which the archive may not have for ARCH (a
+# security update ahead for amd64 only): apt then refuses the package. Its archive alone is
+# what the build needs (headers are the host's, identical), so then it is unpacked into
+# /usr/local/lib/TRIPLET, which the library wrappers search (third_party/BUILD).
+for pair in arm64:aarch64-linux-gnu armhf:arm-linux-gnueabihf; do
+  arch=${pair%%:*}
+  triplet=${pair#*:}
+  [ -e "/usr/lib/$triplet/liburing.a" ] || [ -e "/usr/local/lib/$triplet/liburing.a" ] && continue
+  export DEBIAN_FRONTEND=noninteractive
+  [ -z "$update" ] || { apt-get update -qq || true; update=""; }
+  if ! apt-get install -y -qq --no-install-recommends "liburing-dev:$arch" >/dev/null 2>&1; then
+    echo "installing: liburing.a of liburing-dev:$arch into /usr/local/lib/$triplet" >&2
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download "liburing-dev:$arch" 2>/dev/null && dpkg-deb -x liburing-dev_*.deb x)
+    mkdir -p "/usr/local/lib/$triplet"
+    cp "$tmp/x/usr/lib/$triplet/liburing.a" "/usr/local/lib/$triplet/liburing.a"
+    rm -rf "$tmp"
+  fi
+done

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds hotring and runs every test twice: the normal build and the address+undefined
 # sanitizer build; then the tests tagged `tsan` (those with a second thread) under the thread
-# sanitizer, the example consumer workspace (testing/example_consumer), and every fuzz target
+# sanitizer, the example consumer workspace (testing/example_consumer), the core, io and
+# hotplug unit tests on aarch64 in qemu (testing/arm/run_arm_tests.sh), and every fuzz target
 # for FUZZ_SECONDS (default 30; 0 skips) on its corpus (testing/run_fuzz.sh). Prints one
 # closing line "tests: N passed, N failed" (GoogleTest cases).
 set -u
@@ -34,6 +35,21 @@ cd testing/example_consumer
 bazel test //... || status=1
 count
 cd ../..
+
+# The core, io and hotplug unit tests again on 64-bit ARM: built by the aarch64 toolchain and
+# run in a qemu guest with Debian's arm64 kernel (testing/arm/run_arm_tests.sh); ARM_TESTS=0
+# skips it, ARM_TEST_TARGETS="LABEL..." narrows it. Its GoogleTest cases count in the closing line.
+if [ "${ARM_TESTS:-1}" != 0 ]; then
+  arm_log=$(mktemp)
+  { sh testing/arm/run_arm_tests.sh --arch aarch64 ${ARM_TEST_TARGETS:-}; echo "arm-exit $?"; } 2>&1 | tee "$arm_log"
+  arm_line=$(grep '^arm tests (aarch64): ' "$arm_log" | tail -n 1)
+  arm_passed=$(echo "$arm_line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+  arm_failed=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
+  passed=$((passed + ${arm_passed:-0}))
+  failed=$((failed + ${arm_failed:-1}))
+  grep -q '^arm-exit 0$' "$arm_log" || status=1
+  rm -f "$arm_log"
+fi
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
   sh testing/run_fuzz.sh || status=1
 fi

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/flags.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -105,7 +106,7 @@ absl::StatusOr<MdevRun> TimeMdev(const std::string& root, const std::string& pro
 absl::Duration ThreadCpu() {
   struct timespec ts;
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return absl::DurationFromTimespec(ts);
+  return DurationFromTimespec(ts);
 }
 
 // What one scanned device needs to outlive the scan: the matching figure replays them.

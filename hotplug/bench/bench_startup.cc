@@ -113,7 +113,7 @@ class Child {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(absl::StrCat("daemon ended with ", DescribeWaitStatus(status)));
     }
-    return absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
+    return DurationFromTimeval(usage.ru_utime) + DurationFromTimeval(usage.ru_stime);
   }
 
  private:

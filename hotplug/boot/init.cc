@@ -52,7 +52,7 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 absl::Duration BootTime() {
   timespec ts{};
   ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return absl::DurationFromTimespec(ts);
+  return DurationFromTimespec(ts);
 }
 
 double Millis(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "io/ops.h"
@@ -91,7 +92,7 @@ void DryRunKernel::Append(const std::string& line) {
 
 absl::StatusOr<Kernel::LoadResult> DryRunKernel::Load(const ModuleToLoad& module) {
   if (delay_ > absl::ZeroDuration()) {
-    const timespec ts = absl::ToTimespec(delay_);
+    const timespec ts = DurationToTimespec(delay_);
     ::nanosleep(&ts, nullptr);
   }
   Append(absl::StrCat("load ", module.name, " ", module.path,
@@ -102,7 +103,7 @@ absl::StatusOr<Kernel::LoadResult> DryRunKernel::Load(const ModuleToLoad& module
 
 bool DryRunKernel::TakeInstall(const ModuleToLoad& module, const std::string& command) {
   if (delay_ > absl::ZeroDuration()) {
-    const timespec ts = absl::ToTimespec(delay_);
+    const timespec ts = DurationToTimespec(delay_);
     ::nanosleep(&ts, nullptr);
   }
   Append(absl::StrCat("install ", module.name, " ", command));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -431,8 +432,10 @@ absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
   if (!fd) return ErrnoStatus(absl::StrCat("open(", path, ")"));
   struct statfs fs;
   if (fstatfs(fd.get(), &fs) != 0) return ErrnoStatus(absl::StrCat("statfs(", path, ")"));
-  // devtmpfs is a tmpfs (or ramfs) inside; only mountinfo names it.
-  const bool tmpfs_like = fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+  // devtmpfs is a tmpfs (or ramfs) inside; only mountinfo names it. Magic numbers are 32 bits;
+  // f_type is a signed word (an int on 32-bit ARM, where RAMFS_MAGIC is negative in it).
+  const uint32_t type = static_cast<uint32_t>(fs.f_type);
+  const bool tmpfs_like = type == TMPFS_MAGIC || type == RAMFS_MAGIC;
   const bool devtmpfs = tmpfs_like && MountIsDevtmpfs(fd.get());
   // What a node mknod makes directly in the root gets, so that Create can skip a chmod or
   // chown that would change nothing: the umask (read by setting it back), our effective ids,

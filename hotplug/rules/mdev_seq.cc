@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/clock.h"
 
 namespace hotring::hotplug::rules {
 namespace {
@@ -72,7 +73,7 @@ SeqTicket WaitForSeqTurn(int dir_fd, uint64_t seqnum, absl::Duration timeout) {
   constexpr absl::Duration kStep = absl::Milliseconds(32);
   absl::Duration remainder;
   int64_t steps_left = std::max<int64_t>(1, absl::IDivDuration(timeout, kStep, &remainder));
-  const struct timespec step = absl::ToTimespec(kStep);
+  const struct timespec step = DurationToTimespec(kStep);
   BlockSigchld blocked;
   sigset_t sigchld;
   sigemptyset(&sigchld);
