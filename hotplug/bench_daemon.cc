@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <fstream>
 #include <optional>
 #include <utility>
@@ -23,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "io/socket.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -301,6 +304,35 @@ absl::StatusOr<uint64_t> AppendLineHandler::TakeLines() {
   }
   if (::unlink(log.c_str()) != 0) return ErrnoStatus(absl::StrCat("unlink ", log));
   return lines;
+}
+
+absl::Status SendDatagrams(const std::string& socket, int64_t count, int64_t batch,
+                          absl::FunctionRef<std::string(int64_t)> encode) {
+  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
+  if (::connect(fd.get(), address.get(), address.length) < 0) return ErrnoStatus("connect");
+  if (batch < 1) batch = 1;
+  std::vector<std::string> bytes(static_cast<size_t>(batch));
+  std::vector<iovec> iov(static_cast<size_t>(batch));
+  std::vector<mmsghdr> messages(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < count;) {
+    const int64_t n = std::min(batch, count - i);
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t j = static_cast<size_t>(k);
+      bytes[j] = encode(i + k);
+      iov[j] = iovec{bytes[j].data(), bytes[j].size()};
+      messages[j] = mmsghdr{};
+      messages[j].msg_hdr.msg_iov = &iov[j];
+      messages[j].msg_hdr.msg_iovlen = 1;
+    }
+    const int sent = ::sendmmsg(fd.get(), messages.data(), static_cast<unsigned>(n), 0);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("sendmmsg");
+    }
+    i += sent;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hotring::hotplug

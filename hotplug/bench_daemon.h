@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/unique_fd.h"
@@ -100,6 +102,13 @@ class AppendLineHandler {
   std::string dir_;
   std::string program_;
 };
+
+// Sends `count` datagrams to the daemon's control socket `socket`, the i-th (from 0) being
+// `encode(i)`: blocking sendmmsg, `batch` datagrams a call (1: one sendto-like call per
+// datagram). When the daemon's queue is full the sender waits, as udevsend did; a partial
+// batch is re-encoded and sent in the next call.
+[[nodiscard]] absl::Status SendDatagrams(const std::string& socket, int64_t count, int64_t batch,
+                                         absl::FunctionRef<std::string(int64_t)> encode);
 
 }  // namespace hotring::hotplug
 

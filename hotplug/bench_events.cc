@@ -98,34 +98,8 @@ enum class SendMode {
 
 absl::Status SendAll(const std::string& socket, int64_t first, int64_t count,
                      SendMode mode = SendMode::kSingle) {
-  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
-  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
-  if (::connect(fd.get(), address.get(), address.length) < 0) return ErrnoStatus("connect");
-  constexpr int64_t kBatch = 64;
-  const int64_t batch = mode == SendMode::kBatched ? kBatch : 1;
-  std::vector<std::string> bytes(static_cast<size_t>(batch));
-  std::vector<iovec> iov(static_cast<size_t>(batch));
-  std::vector<mmsghdr> messages(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < count;) {
-    const int64_t n = std::min(batch, count - i);
-    for (int64_t k = 0; k < n; ++k) {
-      const size_t j = static_cast<size_t>(k);
-      bytes[j] = EventBytes(first + i + k, i + k);
-      iov[j] = iovec{bytes[j].data(), bytes[j].size()};
-      messages[j] = mmsghdr{};
-      messages[j].msg_hdr.msg_iov = &iov[j];
-      messages[j].msg_hdr.msg_iovlen = 1;
-    }
-    // Blocking: when the daemon's queue is full the sender waits, as udevsend did.
-    const int sent = ::sendmmsg(fd.get(), messages.data(), static_cast<unsigned>(n), 0);
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("sendmmsg");
-    }
-    // A partial batch: the rest is re-encoded and sent next round.
-    i += sent;
-  }
-  return absl::OkStatus();
+  return SendDatagrams(socket, count, mode == SendMode::kBatched ? 64 : 1,
+                       [first](int64_t i) { return EventBytes(first + i, i); });
 }
 
 // Pins the daemon and the calling thread to one CPU for a figure; restores the thread's mask.

@@ -81,31 +81,7 @@ std::string EventBytes(int64_t seqnum) {
 // Blocking sendmmsg, 64 datagrams a call: the daemon's receive queue fills and the sender
 // waits for room, so the burst is as dense as the daemon can take it.
 absl::Status SendBurst(const std::string& socket, int64_t count) {
-  HOTRING_ASSIGN_OR_RETURN(const io::SocketAddress address, io::UnixAddress(socket));
-  HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::UnixSocket(SOCK_DGRAM));
-  if (::connect(fd.get(), address.get(), address.length) < 0) return ErrnoStatus("connect");
-  constexpr int64_t kBatch = 64;
-  std::vector<std::string> bytes(kBatch);
-  std::vector<iovec> iov(kBatch);
-  std::vector<mmsghdr> messages(kBatch);
-  for (int64_t i = 0; i < count;) {
-    const int64_t n = std::min(kBatch, count - i);
-    for (int64_t k = 0; k < n; ++k) {
-      const size_t j = static_cast<size_t>(k);
-      bytes[j] = EventBytes(i + k);
-      iov[j] = iovec{bytes[j].data(), bytes[j].size()};
-      messages[j] = mmsghdr{};
-      messages[j].msg_hdr.msg_iov = &iov[j];
-      messages[j].msg_hdr.msg_iovlen = 1;
-    }
-    const int sent = ::sendmmsg(fd.get(), messages.data(), static_cast<unsigned>(n), 0);
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("sendmmsg");
-    }
-    i += sent;
-  }
-  return absl::OkStatus();
+  return SendDatagrams(socket, count, 64, [](int64_t i) { return EventBytes(i); });
 }
 
 std::string Row(absl::string_view name, const MemorySample& m) {
