@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -120,13 +121,23 @@ std::unique_ptr<HandlerRecorder> RecorderForEveryone() {
 }
 
 // A process of user `uid` that sleeps until killed: it takes one of the user's processes.
+// Returns once the sleeper runs as `uid` (it counts against that user's RLIMIT_NPROC only from
+// its setuid on): the parent reads a close-on-exec pipe until the child's exec closes it.
 pid_t StartSleeperAs(uid_t uid) {
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return -1;
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::close(ready[0]);
     if (::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(126);
     ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  ::close(ready[1]);
+  char byte;
+  while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::close(ready[0]);
   return pid;
 }
 
