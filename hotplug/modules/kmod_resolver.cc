@@ -26,16 +26,6 @@ bool FnMatch(const std::string& pattern, const std::string& name) {
   return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
 
-// Module name of a path (kmod's modname_normalize of the basename).
-std::string ModnameOfPath(absl::string_view path) {
-  const size_t slash = path.rfind('/');
-  if (slash != absl::string_view::npos) path.remove_prefix(slash + 1);
-  std::string name(path.substr(0, path.find('.')));
-  for (char& c : name) {
-    if (c == '-') c = '_';
-  }
-  return name;
-}
 
 std::string JoinPath(const std::string& dir, absl::string_view path) {
   if (absl::StartsWith(path, "/")) return std::string(path);
@@ -232,8 +222,8 @@ std::vector<KmodResolver::ModRef> KmodResolver::LookupRefs(absl::string_view giv
 
   // 1. Configuration aliases: every matching line.
   for (const ModprobeConfig::Alias& alias : config.aliases) {
-    if (FnMatch(alias.pattern, query)) {
-      refs.push_back({.name = alias.module, .alias = alias.pattern});
+    if (std::string name = Modname(alias.module); FnMatch(alias.pattern, query) && !name.empty()) {
+      refs.push_back({.name = std::move(name), .alias = alias.pattern});
     }
   }
   if (!refs.empty()) return refs;
@@ -247,7 +237,9 @@ std::vector<KmodResolver::ModRef> KmodResolver::LookupRefs(absl::string_view giv
   if (absl::StartsWith(query, "symbol:") && index.symbols()) {
     index.symbols()->SearchWild(query, &values);
     for (const IndexValue& v : values) {
-      refs.push_back({.name = std::string(v.value), .alias = query});
+      if (std::string name = Modname(v.value); !name.empty()) {
+        refs.push_back({.name = std::move(name), .alias = query});
+      }
     }
     if (!refs.empty()) return refs;
   }
@@ -265,7 +257,9 @@ std::vector<KmodResolver::ModRef> KmodResolver::LookupRefs(absl::string_view giv
     values.clear();
     index.alias()->SearchWild(query, &values);
     for (const IndexValue& v : values) {
-      refs.push_back({.name = std::string(v.value), .alias = query});
+      if (std::string name = Modname(v.value); !name.empty()) {
+        refs.push_back({.name = std::move(name), .alias = query});
+      }
     }
     if (!refs.empty()) return refs;
   }
@@ -278,8 +272,9 @@ std::vector<KmodResolver::ModRef> KmodResolver::LookupRefs(absl::string_view giv
     values.clear();
     index.builtin_alias()->SearchWild(query, &values);
     for (const IndexValue& v : values) {
-      refs.push_back(
-          {.name = std::string(v.value), .alias = query, .builtin = ModRef::Builtin::kYes});
+      if (std::string name = Modname(v.value); !name.empty()) {
+        refs.push_back({.name = std::move(name), .alias = query, .builtin = ModRef::Builtin::kYes});
+      }
     }
   }
   return refs;

@@ -201,8 +201,6 @@ INSTANTIATE_TEST_SUITE_P(BinaryAndTextIndexes, KmodResolverTest, ::testing::Bool
 // Runs kmod's modprobe on the fake tree; stdout only.
 std::string RunKmod(const std::vector<std::string>& argv) { return RunCapture(argv); }
 
-// The fake tree (our index writer's .bin files) read by kmod itself gives the same answers:
-// this checks the writer and every rule above against the reference at once.
 // Found by modules_text_fuzz: a modules.dep entry whose file name starts with '.' has no module
 // name; it came into the plan as a module named "" that ext4 needed.
 TEST(KmodResolverTest, DependencyWithoutAModuleNameIsSkipped) {
@@ -230,6 +228,33 @@ TEST(KmodResolverTest, DependencyWithoutAModuleNameIsSkipped) {
   (void)std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+// Found by modules_text_fuzz: a hand-written modules.alias whose module is "mo-d" (and one
+// whose module is ".x", with no name at all) came out as a module named with a '-'. kmod
+// normalises every name it makes a module of (kmod_module_new): "mo-d.ko" is mo_d.
+TEST(KmodResolverTest, ModuleNamesFromTheAliasIndexAreNormalised) {
+  char dir_template[] = "/tmp/kmod_resolver_test.XXXXXX";
+  const char* created = ::mkdtemp(dir_template);
+  ASSERT_NE(created, nullptr);
+  const std::string dir = created;
+  std::ofstream(dir + "/modules.dep") << "kernel/mo-d.ko:\n";
+  std::ofstream(dir + "/modules.alias") << "alias ecdh mo-d.ko\nalias nameless .x\n";
+  absl::StatusOr<std::unique_ptr<ModuleIndex>> index =
+      ModuleIndex::Load({.modules_dir = dir, .config_paths = {}, .kernel_cmdline = ""});
+  ASSERT_TRUE(index.ok()) << index.status();
+  const KmodResolver resolver(std::shared_ptr<const ModuleIndex>(std::move(*index)));
+  absl::StatusOr<LoadPlan> plan = resolver.Resolve("ecdh", true);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->modules.size(), 1u);
+  EXPECT_EQ(plan->modules[0].name, "mo_d");
+  EXPECT_EQ(plan->modules[0].path, dir + "/kernel/mo-d.ko");
+  absl::StatusOr<LoadPlan> nameless = resolver.Resolve("nameless", true);
+  ASSERT_TRUE(nameless.ok());
+  EXPECT_TRUE(nameless->unmatched());
+  (void)std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// The fake tree (our index writer's .bin files) read by kmod itself gives the same answers:
+// this checks the writer and every rule above against the reference at once.
 TEST(KmodResolverAgainstKmodTest, FakeTreeAnswersMatchKmod) {
   const std::string modprobe =
       ::access("/usr/sbin/modprobe", X_OK) == 0 ? "/usr/sbin/modprobe" : "/sbin/modprobe";

@@ -108,6 +108,20 @@ std::vector<absl::string_view> SoftdepWords(absl::string_view s) {
 
 }  // namespace
 
+std::string Modname(absl::string_view name) {
+  std::string out(name.substr(0, name.find('.')));
+  for (char& c : out) {
+    if (c == '-') c = '_';
+  }
+  return out;
+}
+
+std::string ModnameOfPath(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash != absl::string_view::npos) path.remove_prefix(slash + 1);
+  return Modname(path);
+}
+
 bool NormaliseName(std::string* name) {
   for (size_t i = 0; i < name->size(); ++i) {
     switch ((*name)[i]) {

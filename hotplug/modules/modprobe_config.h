@@ -58,6 +58,13 @@ struct ModprobeConfig {
 // rejects the name).
 [[nodiscard]] bool NormaliseName(std::string* name);
 
+// kmod's modname_normalize: the text up to the first '.', with '-' made '_'. Every module name
+// that comes from an index value or a configuration line goes through it, as in
+// kmod_module_new (a hand-written modules.alias may name "snd-foo").
+std::string Modname(absl::string_view name);
+// Modname of a path's basename ("kernel/fs/ext4.ko" -> "ext4").
+std::string ModnameOfPath(absl::string_view path);
+
 // The files kmod reads, in reading order: entries of `paths` (directories, or single files),
 // `*.conf` and `*.alias` names not starting with '.', plus `modules_dir`/modules.softdep; a
 // name seen in an earlier path hides later ones; sorted by name. Missing paths are skipped.

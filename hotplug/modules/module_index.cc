@@ -33,16 +33,6 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return text;
 }
 
-// Module name of a path: basename up to the first '.', '-' made '_' (kmod's rule).
-std::string ModnameOfPath(absl::string_view path) {
-  const size_t slash = path.rfind('/');
-  if (slash != absl::string_view::npos) path.remove_prefix(slash + 1);
-  std::string name(path.substr(0, path.find('.')));
-  for (char& c : name) {
-    if (c == '-') c = '_';
-  }
-  return name;
-}
 
 // Builds an index image from a text file, one (key, value, priority) per accepted line.
 template <typename LineFn>
