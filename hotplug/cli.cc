@@ -61,7 +61,7 @@ constexpr absl::string_view kDaemonUsage =
     "  --udev-run DIR             where the udev database goes (default /run/udev)\n"
     "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
     "  --timeline-keep N          timeline lines kept in memory for `report` (default 8192)\n"
-    "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=/UUID=\n"
+    "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=, PARTUUID=..\n"
     "                             (default /dev)\n"
     "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
     "  --log-kmsg                 log to /dev/kmsg (initramfs)\n"

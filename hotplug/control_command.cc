@@ -69,7 +69,9 @@ int SettleCommand(const std::vector<std::string>& args) {
           "                   handled (or already had been), without waiting for the rest:\n"
           "                   any event property (DEVNAME=vda, SUBSYSTEM=net, DEVPATH=/devices/..)\n"
           "                   or a filesystem's LABEL=/UUID= (ID_FS_LABEL/ID_FS_UUID, else the\n"
-          "                   superblock: ext2/3/4, vfat, btrfs, xfs, swap). Repeatable: ALL must\n"
+          "                   superblock: ext2/3/4, vfat, btrfs, xfs, swap), or a partition's\n"
+          "                   PARTUUID=/PARTLABEL= (ID_PART_ENTRY_*, PARTNAME, else the disk's\n"
+          "                   GPT or MBR table). Repeatable: ALL must\n"
           "                   be met, each by some device (udevadm settle has no equivalent).\n",
           stdout);
       return 0;

@@ -23,6 +23,7 @@
 #include "hotplug/event_parser.h"
 #include "hotplug/fs_probe.h"
 #include "hotplug/sysfs.h"
+#include "hotplug/udevcompat/partition_table.h"
 #include "io/netlink.h"
 #include "io/socket.h"
 
@@ -1073,6 +1074,46 @@ void Daemon::Probe(HandledDevice& device) {
     device.fs = std::make_unique<FsIdentity>(**std::move(fs));
     LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
             device.fs->uuid);
+  }
+  ProbePartition(device);
+}
+
+void Daemon::ProbePartition(HandledDevice& device) {
+  device.partition.reset();
+  const std::optional<absl::string_view> partn_text = device.properties.Get("PARTN");
+  int partn = 0;
+  if (!partn_text.has_value() || !absl::SimpleAtoi(*partn_text, &partn) || partn <= 0) return;
+  // The table is the parent disk's: the partition's DEVPATH is below the disk's.
+  const absl::string_view devpath = device.properties.devpath();
+  const size_t slash = devpath.rfind('/');
+  const HandledDevice* disk =
+      slash == absl::string_view::npos ? nullptr : handled_devices_.Find(devpath.substr(0, slash));
+  if (disk == nullptr || disk->properties.devname().empty()) return;
+  const std::string path = absl::StrCat(options_.probe_dev_root, "/", disk->properties.devname());
+  // 4 KiB-sector disks keep their GPT header in sector 1 of 4 KiB: the sysfs attribute says.
+  uint32_t sector_size = 512;
+  if (std::ifstream in(absl::StrCat(options_.sysfs_root, disk->properties.devpath(),
+                                    "/queue/logical_block_size"));
+      !(in >> sector_size) || (sector_size != 512 && sector_size != 4096)) {
+    sector_size = 512;
+  }
+  absl::StatusOr<std::optional<udevcompat::PartitionTable>> table =
+      udevcompat::ProbePartitionTableAt(path, sector_size);
+  if (!table.ok()) {
+    ++counters_.probe_errors;
+    if (counters_.probe_errors <= 3) {
+      LogWarning("probe %s (partition table of %s): %s", path, device.properties.devpath(),
+                 table.status().ToString());
+    }
+    return;
+  }
+  if (!table->has_value()) return;
+  for (const udevcompat::PartitionEntry& entry : (*table)->entries) {
+    if (entry.number != partn) continue;
+    device.partition = std::make_unique<PartitionIdentity>(PartitionIdentity{entry.uuid, entry.name});
+    LogInfo("probe %s: partition %d PARTUUID=%s PARTLABEL=%s", path, partn, entry.uuid,
+            entry.name);
+    return;
   }
 }
 

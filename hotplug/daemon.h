@@ -171,6 +171,8 @@ class Daemon : private StepRecorder {
   void SendSettled(const io::SocketAddress& to, uint32_t cookie, const SettleWaiter& waiter);
   // Reads the device's superblock for LABEL/UUID (once per handling).
   void Probe(HandledDevice& device);
+  // A partition's entry (PARTUUID, PARTLABEL), read from its parent disk's table.
+  void ProbePartition(HandledDevice& device);
   [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;
   [[nodiscard]] ControlReply TimelineReply(const ControlRequest& request) const;
   // The first few failures get a line each; the rest are counted in the settle summary.

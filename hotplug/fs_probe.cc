@@ -189,27 +189,36 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystem(ProbeReader read) {
   return std::nullopt;
 }
 
-absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+absl::StatusOr<ProbeFile> ProbeFile::Open(const std::string& path, size_t max_read) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd.valid()) return ErrnoStatus(absl::StrCat("open(", path, ")"));
-  auto read = [&](uint64_t offset, size_t length) -> absl::StatusOr<std::string> {
-    if (length > kMaxProbeRead + 256 || offset > kMaxProbeOffset) {
-      return absl::InvalidArgumentError("probe read out of bounds");
-    }
-    std::string buffer(length, '\0');
-    size_t got = 0;
-    while (got < length) {
-      const ssize_t n = ::pread(fd.get(), buffer.data() + got, length - got,
-                                static_cast<off_t>(offset + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(absl::StrCat("pread(", path, ")"));
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    buffer.resize(got);
-    return buffer;
-  };
-  return ProbeFilesystem(read);
+  return ProbeFile(path, std::move(fd), max_read);
+}
+
+absl::StatusOr<std::string> ProbeFile::Read(uint64_t offset, size_t length) const {
+  if (length > max_read_ || offset > (uint64_t{1} << 50)) {
+    return absl::InvalidArgumentError("probe read out of bounds");
+  }
+  std::string buffer(length, '\0');
+  size_t got = 0;
+  while (got < length) {
+    const ssize_t n =
+        ::pread(fd_.get(), buffer.data() + got, length - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(absl::StrCat("pread(", path_, ")"));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  buffer.resize(got);
+  return buffer;
+}
+
+absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& path) {
+  HOTRING_ASSIGN_OR_RETURN(const ProbeFile file, ProbeFile::Open(path, kMaxProbeRead + 256));
+  return ProbeFilesystem([&](uint64_t offset, size_t length) -> absl::StatusOr<std::string> {
+    if (offset > kMaxProbeOffset) return absl::InvalidArgumentError("probe read out of bounds");
+    return file.Read(offset, length);
+  });
 }
 
 }  // namespace hotring::hotplug

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/unique_fd.h"
 
 namespace hotring::hotplug {
 
@@ -36,6 +38,24 @@ inline constexpr uint64_t kMaxProbeOffset = 65536 + 4096;
 // nullopt: no filesystem this prober knows. An error (InvalidArgument/DataLoss) when a known
 // magic is present but the superblock is malformed or cut short, or when reading failed.
 [[nodiscard]] absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystem(ProbeReader read);
+
+// A bounded pread reader over one block device or image file, opened read-only: what the
+// probers read a real device through. Owns the descriptor.
+class ProbeFile {
+ public:
+  // `max_read`: the largest single read it serves (larger ones are refused, as are offsets past
+  // 2^50), so a prober's arithmetic on a malformed header cannot make a huge allocation.
+  [[nodiscard]] static absl::StatusOr<ProbeFile> Open(const std::string& path, size_t max_read);
+  // Up to `length` bytes at `offset`; fewer (or none) past the end.
+  [[nodiscard]] absl::StatusOr<std::string> Read(uint64_t offset, size_t length) const;
+
+ private:
+  ProbeFile(std::string path, UniqueFd fd, size_t max_read)
+      : path_(std::move(path)), fd_(std::move(fd)), max_read_(max_read) {}
+  std::string path_;
+  UniqueFd fd_;
+  size_t max_read_;
+};
 
 // ProbeFilesystem on a file or block device (opened read-only, pread only).
 [[nodiscard]] absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& path);

@@ -52,6 +52,17 @@ std::optional<absl::string_view> FsProperty(const HandledDevice& device, absl::s
   return device.properties.Get(key == "LABEL" ? "ID_FS_LABEL" : "ID_FS_UUID");
 }
 
+// What the event itself says of its partition entry: udev's properties, or for PARTLABEL the
+// kernel's own PARTNAME (GPT names are in the uevent).
+std::optional<absl::string_view> PartitionProperty(const HandledDevice& device,
+                                                   absl::string_view key) {
+  if (key == "PARTUUID") return device.properties.Get("ID_PART_ENTRY_UUID");
+  if (std::optional<absl::string_view> name = device.properties.Get("ID_PART_ENTRY_NAME")) {
+    return name;
+  }
+  return device.properties.Get("PARTNAME");
+}
+
 }  // namespace
 
 DeviceProperties::DeviceProperties(const Event& event) {
@@ -90,6 +101,16 @@ std::optional<absl::string_view> DeviceProperties::Get(absl::string_view key) co
 }
 
 bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
+  if (condition.names_partition()) {
+    const bool uuid = condition.key == "PARTUUID";
+    std::optional<absl::string_view> v = PartitionProperty(device, condition.key);
+    if (!v.has_value() && device.partition != nullptr) {
+      v = uuid ? device.partition->uuid : device.partition->label;
+    }
+    if (!v.has_value() || v->empty()) return false;
+    // The kernel compares root=PARTUUID= without regard to case; a label is exact.
+    return uuid ? absl::EqualsIgnoreCase(*v, condition.value) : *v == condition.value;
+  }
   if (condition.names_filesystem()) {
     if (const std::optional<absl::string_view> v = FsProperty(device, condition.key)) {
       return *v == condition.value;
@@ -105,8 +126,20 @@ bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
 }
 
 bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
-  return condition.names_filesystem() && !device.probed && device.properties.subsystem() == "block" &&
-         !device.properties.devname().empty() && !FsProperty(device, condition.key).has_value();
+  if (device.probed || device.properties.subsystem() != "block" ||
+      device.properties.devname().empty()) {
+    return false;
+  }
+  if (condition.names_partition()) {
+    return device.properties.Get("PARTN").has_value() &&
+           !PartitionProperty(device, condition.key).has_value();
+  }
+  return condition.names_filesystem() && !FsProperty(device, condition.key).has_value();
+}
+
+const HandledDevice* HandledDevices::Find(absl::string_view devpath) const {
+  const auto it = index_.find(devpath);
+  return it == index_.end() ? nullptr : &slots_[it->second];
 }
 
 void HandledDevices::Forget(absl::string_view devpath) {
@@ -133,6 +166,7 @@ HandledDevice* HandledDevices::Record(Event&& event) {
   slot.properties = DeviceProperties(event);
   slot.probed = false;
   slot.fs.reset();
+  slot.partition.reset();
   // Keyed by the slot's own string (a short one lives inside it, so view it only now).
   index_.emplace(slot.properties.devpath(), at);
   return &slot;

@@ -29,6 +29,10 @@ struct SettleCondition {
   std::string value;
   // LABEL and UUID name a filesystem: ID_FS_LABEL/ID_FS_UUID, or the superblock.
   [[nodiscard]] bool names_filesystem() const { return key == "LABEL" || key == "UUID"; }
+  // PARTUUID and PARTLABEL name a partition table entry (as the kernel's root= and blkid read
+  // them): ID_PART_ENTRY_UUID/ID_PART_ENTRY_NAME, the uevent's PARTNAME, or the parent disk's
+  // table.
+  [[nodiscard]] bool names_partition() const { return key == "PARTUUID" || key == "PARTLABEL"; }
   [[nodiscard]] std::string ToString() const { return key + "=" + value; }
 };
 
@@ -58,22 +62,32 @@ class DeviceProperties {
   std::string packed_;
 };
 
+// A partition's entry in its disk's table: GPT's partition GUID and name, or MBR's
+// "<disk id>-<number>" (no name). Owns its strings.
+struct PartitionIdentity {
+  std::string uuid;
+  std::string label;
+};
+
 // A device as it was last handled: its properties and what a probe found. Owns them.
 struct HandledDevice {
   DeviceProperties properties;
-  bool probed = false;           // the superblock was read (once per handling)
-  // What it said (null: nothing known, or not probed). A pointer: few devices have one, and
+  bool probed = false;           // the superblock (and a partition's table) was read, once
+  // What it said (null: nothing known, or not probed). Pointers: few devices have one, and
   // an optional made every remembered device 100 bytes larger.
   std::unique_ptr<FsIdentity> fs;
+  std::unique_ptr<PartitionIdentity> partition;
   [[nodiscard]] bool empty() const { return properties.empty(); }
 };
 
 // True when `device` satisfies `condition`: an event property with that exact value; for
-// LABEL/UUID, ID_FS_LABEL/ID_FS_UUID when the event has them, else the probed identity.
+// LABEL/UUID, ID_FS_LABEL/ID_FS_UUID when the event has them, else the probed identity; for
+// PARTUUID/PARTLABEL, ID_PART_ENTRY_UUID/ID_PART_ENTRY_NAME or PARTNAME, else the probed entry.
 [[nodiscard]] bool Satisfies(const HandledDevice& device, const SettleCondition& condition);
 
 // Whether a probe could tell more about `condition` on `device`: a LABEL/UUID condition on a
-// block device with a DEVNAME that carries no ID_FS_* of its own and was not probed yet.
+// block device with a DEVNAME that carries no ID_FS_* of its own and was not probed yet, or a
+// PARTUUID/PARTLABEL condition on such a partition (PARTN set) without ID_PART_ENTRY_*.
 [[nodiscard]] bool WantsProbe(const HandledDevice& device, const SettleCondition& condition);
 
 // The last handled state of each DEVPATH among the last `max_events` handled events: a ring of
@@ -92,6 +106,8 @@ class HandledDevices {
   // Records a handled event (moved in) and returns its entry (valid until the next Record);
   // nullptr for `remove`.
   HandledDevice* Record(Event&& event);
+  // The device last handled at `devpath`, or nullptr.
+  [[nodiscard]] const HandledDevice* Find(absl::string_view devpath) const;
   // Calls `visit` on every recorded device until it returns true.
   void ForEach(absl::FunctionRef<bool(HandledDevice&)> visit);
   [[nodiscard]] size_t size() const { return index_.size(); }

@@ -207,6 +207,73 @@ TEST(SettleForTest, LabelAndUuidFromTheSuperblockOrFromProperties) {
   EXPECT_TRUE(daemon.Stop().ok());
 }
 
+// A disk image with an MBR (disk identifier 0x1a2b3c4d) and partition 1 at sector 1.
+void WriteMbrImage(const std::string& path) {
+  std::string bytes(8192, '\0');
+  bytes.replace(0x1b8, 4, "\x4d\x3c\x2b\x1a", 4);
+  bytes[0x1be + 4] = '\x83';        // Linux
+  bytes[0x1be + 8] = 1;             // first sector
+  bytes[0x1be + 12] = 8;            // 8 sectors
+  bytes[510] = '\x55';
+  bytes[511] = '\xaa';
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// root=PARTUUID= and PARTLABEL=: from the parent disk's table (read once the partition is
+// handled), from udev's properties, or from the kernel's PARTNAME.
+TEST(SettleForTest, PartitionUuidAndLabelFromTheDisksTableOrFromProperties) {
+  absl::StatusOr<std::string> dev = MakeTempDir("hotring_settle_part");
+  ASSERT_TRUE(dev.ok());
+  WriteMbrImage(*dev + "/vde");
+  std::ofstream(*dev + "/vde1") << std::string(4096, '\0');
+  std::ofstream(*dev + "/vdf") << std::string(4096, '\0');  // no table
+  std::ofstream(*dev + "/vdf1") << std::string(4096, '\0');
+  DaemonProcess daemon = StartDaemon({"--expect-seqnum", "1", "--probe-dev-root", *dev});
+  RawSender sender(daemon.socket());
+  auto block = [](uint64_t seqnum, std::string devpath, std::string name,
+                  hotplug::EnvVars extra = {}) {
+    hotplug::EnvVars env = {{"ACTION", "add"},
+                            {"DEVPATH", "/devices/virtual/block/" + devpath},
+                            {"SUBSYSTEM", "block"},
+                            {"SEQNUM", absl::StrCat(seqnum)},
+                            {"DEVNAME", name}};
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  };
+  absl::StatusOr<BackgroundCommand> waiting = BackgroundCommand::Start(
+      {HotringBinary(), "settle", "--socket", daemon.socket(), "--for",
+       "PARTUUID=1A2B3C4D-01", "--timeout", "60"});
+  ASSERT_TRUE(waiting.ok());
+  ASSERT_TRUE(sender.SendEvent(block(1, "vdf", "vdf", {{"DEVTYPE", "disk"}})));
+  ASSERT_TRUE(sender.SendEvent(
+      block(2, "vdf/vdf1", "vdf1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}, {"PARTNAME", "boot"}})));
+  ASSERT_TRUE(sender.SendEvent(block(3, "vde", "vde", {{"DEVTYPE", "disk"}})));
+  ASSERT_TRUE(sender.SendEvent(
+      block(4, "vde/vde1", "vde1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}})));
+  ASSERT_TRUE(sender.SendEvent(block(5, "vdg", "vdg",
+                                     {{"DEVTYPE", "partition"}, {"PARTN", "2"},
+                                      {"ID_PART_ENTRY_UUID", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"},
+                                      {"ID_PART_ENTRY_NAME", "data"}})));
+  absl::StatusOr<CommandResult> settled = waiting->Wait(absl::Seconds(60));
+  ASSERT_TRUE(settled.ok());
+  EXPECT_EQ(settled->exit_code, 0) << settled->err << daemon.Log();
+  ASSERT_TRUE(daemon.Settle().ok());
+  absl::StatusOr<std::vector<std::string>> devices = SettleForDevices(
+      daemon.socket(),
+      {"PARTUUID=1a2b3c4d-01", "PARTLABEL=boot", "PARTLABEL=data",
+       "PARTUUID=AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE"},
+      absl::Seconds(5));
+  ASSERT_TRUE(devices.ok()) << devices.status() << daemon.Log();
+  EXPECT_EQ(*devices, (std::vector<std::string>{"vde1", "vdf1", "vdg", "vdg"}));
+  // The disk itself is no partition, and the table has no partition 2.
+  EXPECT_EQ(Hotring({"settle", "--socket", daemon.socket(), "--for", "PARTUUID=1a2b3c4d-02",
+                     "--timeout", "0.3"})
+                .exit_code,
+            1);
+  EXPECT_EQ(Status(daemon)["probe_errors"], 0u) << daemon.Log();
+  EXPECT_TRUE(daemon.Stop().ok());
+}
+
 // The timeline file has a record per transition; `report` reads it; the coldplug line is
 // written once, when the first burst settles.
 TEST(TimelineTest, FileHasEveryTransitionAndTheReportReadsIt) {

@@ -85,10 +85,14 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
 }
 
 absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root) {
-  for (const absl::string_view key : {"LABEL=", "UUID="}) {
+  for (const absl::string_view key : {"LABEL=", "UUID=", "PARTUUID=", "PARTLABEL="}) {
     if (!absl::StartsWith(root, key)) continue;
     if (root.size() == key.size()) {
       return absl::InvalidArgumentError(absl::StrCat("root=", root, ": empty ", key.substr(0, key.size() - 1)));
+    }
+    if (key == "PARTUUID=" && absl::StrContains(root, "/PARTNROFF=")) {
+      return absl::UnimplementedError(
+          absl::StrCat("root=", root, ": PARTNROFF= is not understood; name the partition itself"));
     }
     return RootSpec{std::string(root), ""};
   }
@@ -97,7 +101,7 @@ absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root) {
     return RootSpec{absl::StrCat("DEVNAME=", root.substr(5)), std::string(root)};
   }
   return absl::UnimplementedError(absl::StrCat(
-      "root=", root, ": only /dev/NAME, LABEL=L and UUID=U are understood"));
+      "root=", root, ": only /dev/NAME, LABEL=, UUID=, PARTUUID= and PARTLABEL= are understood"));
 }
 
 }  // namespace hotring::hotplug::boot

@@ -47,12 +47,14 @@ struct BootCmdline {
 // Owns its strings.
 struct RootSpec {
   std::string condition;  // "DEVNAME=vda", "LABEL=hotring-root", "UUID=0a1b..."
-  std::string device;     // "/dev/vda"; "" for LABEL= and UUID=
+  std::string device;     // "/dev/vda"; "" when the matching device says (LABEL=, ...)
 };
 
-// root=/dev/NAME, root=LABEL=L or root=UUID=U (as a filesystem's superblock says them).
+// root=/dev/NAME, root=LABEL=L or root=UUID=U (as a filesystem's superblock says them), or
+// root=PARTUUID=U / PARTLABEL=L (a GPT or MBR partition table entry, as the kernel and blkid
+// name it).
 // InvalidArgument for an empty value; Unimplemented for the other forms the kernel or other
-// initrds take (PARTUUID=, PARTLABEL=, MAJ:MIN, /dev/disk/by-*), so the console says why.
+// initrds take (PARTUUID=.../PARTNROFF=, MAJ:MIN, /dev/disk/by-*), so the console says why.
 [[nodiscard]] absl::StatusOr<RootSpec> ParseRootSpec(absl::string_view root);
 
 // The words of a kernel command line with the kernel's quoting rules, quotes removed.

@@ -100,15 +100,25 @@ TEST(RootSpecTest, DeviceNodeLabelAndUuid) {
   ASSERT_TRUE(uuid.ok()) << uuid.status();
   EXPECT_EQ(uuid->condition, "UUID=0a1b2c3d-0000-4000-8000-0123456789ab");
   EXPECT_EQ(uuid->device, "");
+  // A partition table entry, as the kernel's own root= takes it (PARTUUID=) and blkid (PARTLABEL=).
+  absl::StatusOr<RootSpec> partuuid = ParseRootSpec("PARTUUID=0a1b2c3d-01");
+  ASSERT_TRUE(partuuid.ok()) << partuuid.status();
+  EXPECT_EQ(partuuid->condition, "PARTUUID=0a1b2c3d-01");
+  EXPECT_EQ(partuuid->device, "");
+  absl::StatusOr<RootSpec> partlabel = ParseRootSpec("PARTLABEL=rootfs");
+  ASSERT_TRUE(partlabel.ok()) << partlabel.status();
+  EXPECT_EQ(partlabel->condition, "PARTLABEL=rootfs");
 }
 
 TEST(RootSpecTest, RefusesWhatItCannotWaitFor) {
   EXPECT_EQ(ParseRootSpec("LABEL=").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseRootSpec("UUID=").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseRootSpec("/dev/").status().code(), absl::StatusCode::kUnimplemented);
-  absl::StatusOr<RootSpec> partuuid = ParseRootSpec("PARTUUID=0a1b2c3d-01");
-  EXPECT_EQ(partuuid.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(partuuid.status().message()), ::testing::HasSubstr("PARTUUID="));
+  EXPECT_EQ(ParseRootSpec("PARTUUID=").status().code(), absl::StatusCode::kInvalidArgument);
+  // The kernel's "the partition N after this one" form needs the disk's numbering: refused.
+  absl::StatusOr<RootSpec> offset = ParseRootSpec("PARTUUID=0a1b2c3d-01/PARTNROFF=1");
+  EXPECT_EQ(offset.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(offset.status().message()), ::testing::HasSubstr("PARTNROFF="));
   EXPECT_EQ(ParseRootSpec("/dev/disk/by-label/root").status().code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(ParseRootSpec("254:0").status().code(), absl::StatusCode::kUnimplemented);

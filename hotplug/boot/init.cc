@@ -522,7 +522,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
         "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
         "  then switches to root= or powers off (no root=, or hotring.test).\n"
-        "  kernel command line: root=/dev/NAME|LABEL=L|UUID=U rootfstype= rootflags= rw ro\n"
+        "  kernel command line: root=/dev/NAME|LABEL=|UUID=|PARTUUID=|PARTLABEL= rootfstype= rootflags= rw ro\n"
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
         "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.modules_serial\n",

@@ -219,4 +219,11 @@ absl::StatusOr<std::optional<PartitionTable>> ProbePartitionTable(ProbeReader re
   return table;
 }
 
+absl::StatusOr<std::optional<PartitionTable>> ProbePartitionTableAt(const std::string& path,
+                                                                    uint32_t sector_size) {
+  HOTRING_ASSIGN_OR_RETURN(const ProbeFile file, ProbeFile::Open(path, kMaxGptEntryBytes));
+  return ProbePartitionTable(
+      [&](uint64_t offset, size_t length) { return file.Read(offset, length); }, sector_size);
+}
+
 }  // namespace hotring::hotplug::udevcompat

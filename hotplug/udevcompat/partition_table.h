@@ -44,6 +44,10 @@ inline constexpr int kMaxLogicalPartitions = 128;
 [[nodiscard]] absl::StatusOr<std::optional<PartitionTable>> ProbePartitionTable(
     ProbeReader read, uint32_t sector_size = 512);
 
+// ProbePartitionTable on a disk's node or image file (read-only, bounded preads).
+[[nodiscard]] absl::StatusOr<std::optional<PartitionTable>> ProbePartitionTableAt(
+    const std::string& path, uint32_t sector_size = 512);
+
 // CRC-32 as GPT (and zlib) computes it.
 [[nodiscard]] uint32_t Crc32(absl::string_view data);
 

@@ -36,35 +36,6 @@ void Merge(Properties& into, const Properties& from) {
   for (const auto& [k, v] : from) SetProperty(into, k, v);
 }
 
-// A bounded pread reader over one block device (or image file).
-class DeviceReader {
- public:
-  explicit DeviceReader(const std::string& path)
-      : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) {}
-  [[nodiscard]] bool ok() const { return fd_.valid(); }
-  absl::StatusOr<std::string> operator()(uint64_t offset, size_t length) const {
-    if (length > kMaxGptEntryBytes || offset > (uint64_t{1} << 50)) {
-      return absl::InvalidArgumentError("probe read out of bounds");
-    }
-    std::string buffer(length, '\0');
-    size_t got = 0;
-    while (got < length) {
-      const ssize_t n = ::pread(fd_.get(), buffer.data() + got, length - got,
-                                static_cast<off_t>(offset + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(absl::StrCat("pread(", path_, ")"));
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    buffer.resize(got);
-    return buffer;
-  }
-
- private:
-  std::string path_;
-  UniqueFd fd_;
-};
-
 uint32_t LogicalBlockSize(const SysfsView& view, absl::string_view disk) {
   uint32_t size = 512;
   if (std::optional<std::string> s = view.Attribute(disk, "queue/logical_block_size"); s.has_value()) {
@@ -84,12 +55,13 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
     if (probe_error != nullptr && probe_error->empty()) *probe_error = std::string(s.message());
   };
   const std::string devtype(event.Get("DEVTYPE").value_or(""));
-  DeviceReader reader(absl::StrCat(dev_root, "/", event.devname));
+  const absl::StatusOr<ProbeFile> reader =
+      ProbeFile::Open(absl::StrCat(dev_root, "/", event.devname), kMaxGptEntryBytes);
   if (!reader.ok()) {
-    note(ErrnoStatus(absl::StrCat("open(", dev_root, "/", event.devname, ")")));
+    note(reader.status());
     return;
   }
-  auto read = [&](uint64_t o, size_t l) { return reader(o, l); };
+  auto read = [&](uint64_t o, size_t l) { return reader->Read(o, l); };
   if (devtype == "disk") {
     absl::StatusOr<std::optional<PartitionTable>> table =
         ProbePartitionTable(read, LogicalBlockSize(view, event.devpath));
@@ -108,8 +80,9 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
       (void)absl::SimpleAtoi(view.Attribute(event.devpath, "partition").value_or(""), &number);
     }
     if (disk_name.has_value() && rules::IsSafeRelativePath(*disk_name) && number > 0) {
-      DeviceReader disk_reader(absl::StrCat(dev_root, "/", *disk_name));
-      auto disk_read = [&](uint64_t o, size_t l) { return disk_reader(o, l); };
+      const absl::StatusOr<ProbeFile> disk_reader =
+          ProbeFile::Open(absl::StrCat(dev_root, "/", *disk_name), kMaxGptEntryBytes);
+      auto disk_read = [&](uint64_t o, size_t l) { return disk_reader->Read(o, l); };
       absl::StatusOr<std::optional<PartitionTable>> table =
           disk_reader.ok() ? ProbePartitionTable(disk_read, LogicalBlockSize(view, *disk))
                            : absl::StatusOr<std::optional<PartitionTable>>(std::nullopt);
