@@ -942,8 +942,10 @@ void Daemon::Resync() {
 
 // ---- settle --for, pending, timeline, summaries ----
 
-void Daemon::Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) {
-  timeline_.Step(MonoNow(), event, took, what, ok);
+void Daemon::Step(const Event& event, absl::string_view what, MonoTime started,
+                  absl::Duration took, bool ok) {
+  // The record's time is the step's end (the report draws it back from there).
+  timeline_.Step(started + took, event, took, what, ok);
 }
 
 void Daemon::LetDevicesBelowStart(const Event& event) {

@@ -128,7 +128,8 @@ class Daemon : private StepRecorder {
 
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
-  void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override;
+  void Step(const Event& event, absl::string_view what, MonoTime started, absl::Duration took,
+            bool ok) override;
   void LetDevicesBelowStart(const Event& event) override;
   Task<absl::Status> Main();
   Task<void> ReceiveControl();

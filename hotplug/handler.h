@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/task.h"
 #include "hotplug/event.h"
 #include "hotplug/spawner.h"
@@ -31,13 +32,16 @@ struct HandlerResult {
 };
 
 // Where a stage reports a step of handling an event that deserves its own row in `hotring
-// report` (a module load): what it was, how long it took, whether it worked. The daemon's
-// timeline implements it.
+// report` (a module load): what it was, when it started, how long it took, whether it worked.
+// The daemon's timeline implements it.
 class StepRecorder {
  public:
   virtual ~StepRecorder() = default;
-  // `what`: one word, e.g. the module's name (spaces become '_').
-  virtual void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) = 0;
+  // `what`: one word, e.g. the module's name (spaces become '_'). A stage may report a step
+  // after it ended (a plan reports its loads when the last one is in): `started` + `took`
+  // places it on the timeline, not the moment of the call.
+  virtual void Step(const Event& event, absl::string_view what, MonoTime started,
+                    absl::Duration took, bool ok) = 0;
   // What is left of handling `event` is loading its device's driver (and links that make no
   // node): events on the devices below it, which that driver's probe creates and which want
   // drivers of their own, may start now instead of after it (Scheduler::ReleaseDescendants).

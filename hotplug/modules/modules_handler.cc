@@ -139,7 +139,9 @@ void ModulesHandler::RecordSteps(const Event& event, const PlanResult& loaded,
     const std::deque<LoadRecord>& records = loader_->records();
     for (auto it = records.rbegin(); it != records.rend(); ++it) {
       if (it->name != m.name) continue;
-      if (it->start >= asked_at) recorder_->Step(event, m.name, it->duration, IsSuccess(m.outcome));
+      if (it->start >= asked_at) {
+        recorder_->Step(event, m.name, it->start, it->duration, IsSuccess(m.outcome));
+      }
       break;
     }
   }

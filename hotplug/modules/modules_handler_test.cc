@@ -141,14 +141,17 @@ TEST_F(ModulesHandlerTest, LoadsTheModulesOfAnAddEventsModalias) {
 // Keeps the steps a stage reports for the timeline.
 class StepLog final : public StepRecorder {
  public:
-  void Step(const Event& event, absl::string_view what, absl::Duration took, bool ok) override {
+  void Step(const Event& event, absl::string_view what, MonoTime started, absl::Duration took,
+            bool ok) override {
     steps.push_back(absl::StrCat(event.seqnum.value_or(0), " ", what, ok ? " ok" : " error"));
+    spans.emplace_back(started, started + took);
   }
   void LetDevicesBelowStart(const Event& event) override {
     // Before any load of the event ended: its steps are not in yet.
     released.push_back(absl::StrCat(event.seqnum.value_or(0), " after ", steps.size(), " steps"));
   }
   std::vector<std::string> steps;
+  std::vector<std::pair<MonoTime, MonoTime>> spans;  // each step's start and end
   std::vector<std::string> released;
 };
 
@@ -174,7 +177,15 @@ TEST_F(ModulesHandlerTest, EachLoadIsAStepOnTheTimelineOfTheEventThatStartedIt) 
   MakeHandler();
   StepLog log;
   handler_->SetStepRecorder(&log);
+  const MonoTime before = MonoNow();
   Handle(AddEvent("pci:e1000e"));
+  const MonoTime after = MonoNow();
+  // Each step is placed where its load ran (the plan reports them all at its end): mii, which
+  // e1000e needs, ended before e1000e started, and both lie inside the handling.
+  ASSERT_EQ(log.spans.size(), 2u);
+  EXPECT_LE(before, log.spans[0].first);
+  EXPECT_LE(log.spans[0].second, log.spans[1].first);
+  EXPECT_LE(log.spans[1].second, after);
   Event again = AddEvent("pci:e1000e");
   again.seqnum = 8;
   Handle(again);  // already loaded: nothing ran for it
