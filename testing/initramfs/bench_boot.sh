@@ -26,6 +26,11 @@
 #   kernel-serial    the kernel's own share: one `modprobe -a` of exactly expected_modules.txt
 #   kernel-parallel  one modprobe per module of that list, all started at once (the floor
 #                    a parallel loader can reach with 2 vCPUs)
+#   kernel-serial-hid  kernel-serial, settled once the USB keyboard's HID device also has its
+#                    driver: the criterion hotring's settled point uses (`modprobe -a` returns
+#                    before the hub thread has enumerated the keyboard)
+#   hotring-nohid    hotring's image settled on coldplug alone, like kernel-serial: the
+#                    keyboard's HID device may come (and its drivers load) after settled
 # All but udev carry the same modules (mkimage.sh's default set).
 #
 #   bench_boot.sh [--hotring BIN] [--runs N (default 3)] [--smp "1 2"] [--images "LIST"]
@@ -101,6 +106,14 @@ read -r t1 _ </proc/uptime
 cpu1
 $report_tail
 EOF2
+cat >"$work/init-kernel-serial-hid" <<EOF2
+$head_part
+modprobe -a \$(cat /etc/bench.modules)
+until ls -d /sys/bus/hid/devices/*/driver >/dev/null 2>&1; do sleep 0.01; done
+read -r t1 _ </proc/uptime
+cpu1
+$report_tail
+EOF2
 cat >"$work/init-kernel-parallel" <<EOF2
 $head_part
 for m in \$(cat /etc/bench.modules); do modprobe \$m & done
@@ -121,7 +134,7 @@ fi
 # image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -131,12 +144,13 @@ build() {
   echo "bench_boot: building $1" >&2
   case "$1" in
     # shellcheck disable=SC2086
-    hotring) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
+    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid)
+      sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
     # shellcheck disable=SC2086
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
     mdev) sh "$here/mkimage.sh" --with-shell --init "$work/init-mdev" --mdev-conf "$work/mdev-idiom.conf" --out "$img" ;;
     udev) sh "$here/mkimage_udev.sh" --out "$img" --kernel-version "$version" ;;
-    kernel-serial|kernel-parallel)
+    kernel-serial|kernel-parallel|kernel-serial-hid)
       sh "$here/mkimage.sh" --with-shell --init "$work/init-$1" --add "$list=etc/bench.modules" --out "$img" ;;
     *) echo "bench_boot: unknown image $1" >&2; return 1 ;;
   esac
@@ -162,6 +176,7 @@ for run in $(seq 1 "$runs"); do
         hotring-all) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_subsystems" ;;
         hotring-4t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=4" ;;
         hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
+        hotring-nohid) ;;
       esac
       sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
@@ -195,6 +210,7 @@ for smp in $smps; do
     [ "$i" = hotring-all ] && label="$hotring_label coldplug_subsystems"
     [ "$i" = hotring-4t ] && label="$hotring_label modules_threads=4"
     [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
+    [ "$i" = hotring-nohid ] && label="$hotring_label, no HID wait"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
