@@ -1060,24 +1060,26 @@ void Daemon::SendSettled(const io::SocketAddress& to, uint32_t cookie,
 void Daemon::Probe(HandledDevice& device) {
   device.probed = true;
   const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.properties.devname());
-  // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= settle,
-  // once per handled block device.
+  // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= or
+  // PARTUUID=/PARTLABEL= settle, once per handled block device.
   absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(path);
-  if (!fs.ok()) {
-    ++counters_.probe_errors;
-    if (counters_.probe_errors <= 3) {
-      LogWarning("probe %s (%s): %s", path, device.properties.devpath(),
-                 fs.status().ToString());
-    }
-    return;
-  }
   device.fs.reset();
-  if (fs->has_value()) {
+  if (!fs.ok()) {
+    ProbeFailed(path, device, fs.status());
+  } else if (fs->has_value()) {
     device.fs = std::make_unique<FsIdentity>(**std::move(fs));
     LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
             device.fs->uuid);
   }
   ProbePartition(device);
+}
+
+void Daemon::ProbeFailed(absl::string_view path, const HandledDevice& device,
+                         const absl::Status& status) {
+  ++counters_.probe_errors;
+  if (counters_.probe_errors <= 3) {
+    LogWarning("probe %s (%s): %s", path, device.properties.devpath(), status.ToString());
+  }
 }
 
 void Daemon::ProbePartition(HandledDevice& device) {
@@ -1102,11 +1104,7 @@ void Daemon::ProbePartition(HandledDevice& device) {
   absl::StatusOr<std::optional<udevcompat::PartitionTable>> table =
       udevcompat::ProbePartitionTableAt(path, sector_size);
   if (!table.ok()) {
-    ++counters_.probe_errors;
-    if (counters_.probe_errors <= 3) {
-      LogWarning("probe %s (partition table of %s): %s", path, device.properties.devpath(),
-                 table.status().ToString());
-    }
+    ProbeFailed(path, device, table.status());
     return;
   }
   if (!table->has_value()) return;

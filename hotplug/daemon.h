@@ -174,6 +174,8 @@ class Daemon : private StepRecorder {
   void Probe(HandledDevice& device);
   // A partition's entry (PARTUUID, PARTLABEL), read from its parent disk's table.
   void ProbePartition(HandledDevice& device);
+  // Counts a probe that failed (a malformed superblock or table, a read error); logs the first.
+  void ProbeFailed(absl::string_view path, const HandledDevice& device, const absl::Status& status);
   [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;
   [[nodiscard]] ControlReply TimelineReply(const ControlRequest& request) const;
   // The first few failures get a line each; the rest are counted in the settle summary.
