@@ -70,6 +70,8 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       cmdline.drivers_first = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.coldplug_subsystems") {
       cmdline.coldplug_subsystems = !(value == "0" || value == "n" || value == "no");
+    } else if (key == "hotring.coldplug_needed") {
+      cmdline.coldplug_needed = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.timeline") {
       cmdline.timeline = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.test") {

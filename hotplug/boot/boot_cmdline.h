@@ -30,6 +30,9 @@ struct BootCmdline {
   // objects as there are devices, whose events carry no device to handle, cost the boot CPU
   // while drivers load.
   bool coldplug_subsystems = false;
+  // hotring.coldplug_needed: coldplug only the devices the rules act on or whose driver is
+  // missing, and their parents (`trigger --needed`); the others keep what devtmpfs made.
+  bool coldplug_needed = false;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

@@ -460,6 +460,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   // trigger's default): module, bus and driver objects have nothing to handle here.
   trigger.drivers_first = cmdline.drivers_first;
   trigger.filter.subsystems = cmdline.coldplug_subsystems;
+  // hotring.coldplug_needed: only what the daemon's rules and module loader will act on.
+  trigger.needed = cmdline.coldplug_needed;
+  trigger.config = "/etc/mdev.conf";
   FILE* quiet = std::fopen("/dev/null", "w");
   TriggerEnvironment env;
   env.out = quiet != nullptr ? quiet : stdout;
@@ -525,7 +528,8 @@ int InitCommand(const std::vector<std::string>& args) {
         "  kernel command line: root=/dev/NAME|LABEL=|UUID=|PARTUUID=|PARTLABEL= rootfstype= rootflags= rw ro\n"
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
-        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.modules_serial\n",
+        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed\n"
+        "  hotring.modules_serial\n",
         stdout);
     return 0;
   }

@@ -29,6 +29,8 @@
 #   kernel-serial-hid  kernel-serial, settled once the USB keyboard's HID device also has its
 #                    driver: the criterion hotring's settled point uses (`modprobe -a` returns
 #                    before the hub thread has enumerated the keyboard)
+#   hotring-needed   hotring's image booted with hotring.coldplug_needed (coldplug only the
+#                    devices mdev.conf acts on or that wait for a driver, and their parents)
 #   hotring-nohid    hotring's image settled on coldplug alone, like kernel-serial: the
 #                    keyboard's HID device may come (and its drivers load) after settled
 # All but udev carry the same modules (mkimage.sh's default set).
@@ -134,7 +136,7 @@ fi
 # image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid|hotring-needed) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -144,7 +146,7 @@ build() {
   echo "bench_boot: building $1" >&2
   case "$1" in
     # shellcheck disable=SC2086
-    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid)
+    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid|hotring-needed)
       sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
     # shellcheck disable=SC2086
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
@@ -177,6 +179,7 @@ for run in $(seq 1 "$runs"); do
         hotring-4t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=4" ;;
         hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
         hotring-nohid) ;;
+        hotring-needed) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed" ;;
       esac
       sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
@@ -211,6 +214,7 @@ for smp in $smps; do
     [ "$i" = hotring-4t ] && label="$hotring_label modules_threads=4"
     [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
     [ "$i" = hotring-nohid ] && label="$hotring_label, no HID wait"
+    [ "$i" = hotring-needed ] && label="$hotring_label coldplug_needed"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
