@@ -8,9 +8,10 @@ instance numbers of input devices (inputN, eventN, mouseN, jsN) made '*' (they d
 order). For every device where either side has one of the properties issue 17 names, or a link,
 prints the properties that agree and every difference; a difference in a property of
 EXPLAINED (not computed by hotring, see docs/udev-compat.md) is listed apart and does not fail.
-Then the /dev/disk and /dev/input links (link -> device), and `libinput list-devices`: every
-device udevd's guest lists must be listed by hotring's with the same fields (but its
-/dev/input/eventN). Exit status 1 when anything unexplained differs.
+Then the /dev/disk and /dev/input links (link -> device), `libinput list-devices` (every
+device udevd's guest lists must be listed by hotring's with the same fields but its
+/dev/input/eventN), and the event a libudev monitor received for a `change` of vda1 (the
+same properties). Exit status 1 when anything unexplained differs.
 """
 import re
 import sys
@@ -120,6 +121,21 @@ def parse_libinput(lines):
     return devs
 
 
+def parse_monitor(lines):
+    """[{K: V}] of the events `udevadm monitor --udev --property` printed."""
+    events, cur = [], None
+    for line in lines:
+        if line.startswith('UDEV '):
+            cur = {}
+            events.append(cur)
+        elif not line.strip():
+            cur = None
+        elif cur is not None and '=' in line:
+            k, _, v = line.partition('=')
+            cur[k] = v
+    return events
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -198,6 +214,25 @@ def main():
     if not ui:
         print('DIFF libinput listed no device with udevd')
         failures += 1
+    print('# libudev monitor (udevadm monitor --udev) on a change of vda1')
+    def vda1_change(section):
+        return next((e for e in parse_monitor(section.get('monitor', []))
+                     if e.get('ACTION') == 'change' and e.get('DEVPATH', '').endswith('/vda1')), None)
+    um, hm = vda1_change(udev_s), vda1_change(hr_s)
+    if hm is None:
+        print('DIFF no change event of vda1 received from hotring')
+        failures += 1
+    elif um is None:
+        print('DIFF no change event of vda1 received from udevd')
+        failures += 1
+    else:
+        names = sorted(n for n in set(um) | set(hm) if COMPARED.match(n) or ALSO.match(n))
+        diffs = [n for n in names if um.get(n) != hm.get(n)]
+        for n in diffs:
+            print('DIFF %s: udevd %r | hotring %r' % (n, um.get(n), hm.get(n)))
+        failures += len(diffs)
+        if not diffs:
+            print('SAME received from both with %d properties: %s' % (len(names), ' '.join(names)))
     print('# explained (not computed by hotring, docs/udev-compat.md)')
     for e in explained:
         print('  ' + e)

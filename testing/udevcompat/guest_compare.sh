@@ -37,6 +37,14 @@ while [ $# -gt 0 ]; do
     *) echo "guest_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+if [ -n "${TEST_SRCDIR:-}" ]; then
+  # Under `bazel test`: the runfiles' hotring, the dumps kept with the test's outputs.
+  runfiles="$TEST_SRCDIR/${TEST_WORKSPACE:-hotring}"
+  here="$runfiles/testing/udevcompat"
+  initramfs="$runfiles/testing/initramfs"
+  [ -n "$hotring" ] || hotring="$runfiles/hotring"
+  [ -n "$keep" ] || keep="${TEST_UNDECLARED_OUTPUTS_DIR:-}"
+fi
 [ -n "$hotring" ] || hotring="$here/../../bazel-bin/hotring"
 if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else
   work=$(mktemp -d "${TMPDIR:-/tmp}/udev-compare.XXXXXX"); trap 'rm -rf "$work"' EXIT; fi

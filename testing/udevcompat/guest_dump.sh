@@ -4,8 +4,11 @@
 # apart from the kernel's console) what libudev's consumers see:
 #   === export-db    `udevadm info --export-db` (Debian's udevadm reads /run/udev/data)
 #   === links        every symlink under /dev/disk and /dev/input: "L: LINK -> NODE"
-#   === sysfs        each input device's name, id/ and capabilities/ (the unit tests' data)
+#   === sysfs        each input device's name, id/ and capabilities/, each USB device's and
+#                    interface's ids, strings and descriptors (hex) (the unit tests' data)
 #   === libinput     `libinput list-devices` (Debian's libinput-tools, through libudev)
+#   === monitor      `udevadm monitor --udev --property` while $GUEST_TRIGGER_CHANGE (the
+#                    device manager's trigger of a change of vda1) runs
 #   === end
 #
 #   guest_dump.sh SETTLE_COMMAND...     e.g. guest_dump.sh udevadm settle
@@ -50,7 +53,27 @@ done
       echo "A: ${f#$i/}=$($bb cat "$f")"
     done
   done
+  for u in /sys/bus/usb/devices/*; do
+    echo "D: $($bb readlink -f "$u" | $bb sed 's|^/sys||')"
+    for a in idVendor idProduct manufacturer product serial bcdDevice bInterfaceNumber \
+      bInterfaceClass bInterfaceSubClass bInterfaceProtocol; do
+      [ -r "$u/$a" ] && echo "A: $a=$($bb cat "$u/$a")"
+    done
+    [ -r "$u/descriptors" ] && echo "A: descriptors=$($bb od -An -v -tx1 "$u/descriptors" | $bb tr -d ' \n')"
+    [ -e "$u/driver" ] && echo "A: driver=$($bb basename "$($bb readlink "$u/driver")")"
+  done
   echo "=== libinput"
   libinput list-devices 2>&1 | $bb cat
+  # A libudev-format monitor (Debian's udevadm, sd-device's monitor with an in-kernel filter
+  # for block) receives the device manager's announcement of a `change` of vda1.
+  echo "=== monitor"
+  udevadm monitor --udev --property --subsystem-match=block >/tmp/monitor.txt 2>&1 &
+  mon=$!
+  $bb sleep 2
+  $GUEST_TRIGGER_CHANGE
+  "$@"
+  $bb sleep 2
+  kill "$mon"
+  $bb cat /tmp/monitor.txt
   echo "=== end"
 } >"$out" 2>&1
