@@ -17,14 +17,15 @@
 #                    [--timeout S (default 900)] [--parallel (both guests at once)]
 # BIN: a static hotring (default bazel-bin/hotring). --base reuses an initramfs-tools image
 # made by an earlier run (DIR/udev-base.img: it must have evdev) instead of running mkinitramfs. The dumps and consoles stay in
-# --keep DIR (default: a temporary directory, removed). Minutes of TCG: run it alone.
+# --keep DIR (default: a temporary directory, removed; under `bazel test` the dumps, consoles and
+# compare.txt go to the test's outputs). Minutes of TCG: run it alone.
 # Needs (Debian): qemu-system-x86, busybox-static, initramfs-tools, udev, libinput-tools, gdisk,
 # dosfstools, e2fsprogs, cpio, zstd, python3.
 set -eu
 export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd)
 initramfs="$here/../initramfs"
-hotring="" keep="" base="" smp=1 timeout=900 parallel=0
+hotring="" keep="" base="" smp=1 timeout=900 parallel=0 outputs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --hotring) hotring=$2; shift 2 ;;
@@ -43,7 +44,7 @@ if [ -n "${TEST_SRCDIR:-}" ]; then
   here="$runfiles/testing/udevcompat"
   initramfs="$runfiles/testing/initramfs"
   [ -n "$hotring" ] || hotring="$runfiles/hotring"
-  [ -n "$keep" ] || keep="${TEST_UNDECLARED_OUTPUTS_DIR:-}"
+  outputs="${TEST_UNDECLARED_OUTPUTS_DIR:-}"
 fi
 [ -n "$hotring" ] || hotring="$here/../../bazel-bin/hotring"
 if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else
@@ -152,4 +153,9 @@ for image in udev hotring; do
     exit 1
   }
 done
-python3 "$here/compare_guest.py" "$work/udev.txt" "$work/hotring.txt"
+status=0
+python3 "$here/compare_guest.py" "$work/udev.txt" "$work/hotring.txt" >"$work/compare.txt" || status=$?
+cat "$work/compare.txt"
+# Under bazel test: the dumps, consoles and comparison (not the images) with the outputs.
+[ -z "$outputs" ] || cp "$work"/*.txt "$work"/*.console "$outputs/"
+exit "$status"

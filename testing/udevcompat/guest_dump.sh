@@ -67,13 +67,13 @@ done
   # A libudev-format monitor (Debian's udevadm, sd-device's monitor with an in-kernel filter
   # for block) receives the device manager's announcement of a `change` of vda1.
   echo "=== monitor"
-  udevadm monitor --udev --property --subsystem-match=block >/tmp/monitor.txt 2>&1 &
+  udevadm monitor --udev --property --subsystem-match=block >/run/monitor.txt 2>&1 &
   mon=$!
   $bb sleep 2
   $GUEST_TRIGGER_CHANGE
   "$@"
   $bb sleep 2
   kill "$mon"
-  $bb cat /tmp/monitor.txt
+  $bb cat /run/monitor.txt
   echo "=== end"
 } >"$out" 2>&1
