@@ -12,6 +12,8 @@ pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
 # The udev compatibility stage's prober tests make images with the real tools and compare with
 # libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
+# Its guest comparison with systemd-udevd (testing/udevcompat/guest_compare.sh, manual) also
+# needs initramfs-tools, udev and libinput-tools: the script installs them, as bench_boot.sh does.
 pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
 # The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
 # user under RLIMIT_NPROC (util-linux is essential in Debian; named so a slim image gets it).

@@ -8,16 +8,6 @@
 namespace hotring::hotplug::udevcompat {
 namespace {
 
-// The kernel names 60-persistent-storage.rules handles at all.
-bool StorageKernelName(absl::string_view name) {
-  for (absl::string_view prefix : {"loop", "mmcblk", "msblk", "mspblk", "nvme", "sd", "sr", "vd",
-                                   "xvd", "bcache", "cciss", "dasd", "ubd", "ubi", "scm", "pmem",
-                                   "nbd", "zd"}) {
-    if (absl::StartsWith(name, prefix)) return true;
-  }
-  return false;
-}
-
 std::string KernelName(const Event& event) {
   const size_t slash = event.devpath.rfind('/');
   return event.devpath.substr(slash + 1);
@@ -35,6 +25,15 @@ std::string PartSuffix(const Event& event, bool partition) {
 bool Contains(absl::string_view s, absl::string_view what) { return absl::StrContains(s, what); }
 
 }  // namespace
+
+bool StorageKernelName(absl::string_view name) {
+  for (absl::string_view prefix : {"loop", "mmcblk", "msblk", "mspblk", "nvme", "sd", "sr", "vd",
+                                   "xvd", "bcache", "cciss", "dasd", "ubd", "ubi", "scm", "pmem",
+                                   "nbd", "zd"}) {
+    if (absl::StartsWith(name, prefix)) return true;
+  }
+  return false;
+}
 
 std::string InputClass(const Properties& props, const LinkFacts& facts) {
   std::string cls;
@@ -69,6 +68,11 @@ std::vector<std::string> PersistentLinks(const Event& event, const Properties& p
         links.push_back(absl::StrCat("disk/by-path/", p("ID_PATH_ATA_COMPAT"), part));
       }
     }
+    // KERNEL=="vd*[!0-9]" / "vd*[0-9]", ENV{ID_PATH}=="pci-*": the virtio-prefixed by-path.
+    if (absl::StartsWith(kernel, "vd") && absl::StartsWith(p("ID_PATH"), "pci-")) {
+      const bool digit = kernel.back() >= '0' && kernel.back() <= '9';
+      links.push_back(absl::StrCat("disk/by-path/virtio-", p("ID_PATH"), digit ? PartSuffix(event, true) : ""));
+    }
     const absl::string_view usage = p("ID_FS_USAGE");
     if ((usage == "filesystem" || usage == "other" || usage == "crypto") && !p("ID_FS_UUID_ENC").empty()) {
       links.push_back(absl::StrCat("disk/by-uuid/", p("ID_FS_UUID_ENC")));
@@ -93,9 +97,12 @@ std::vector<std::string> PersistentLinks(const Event& event, const Properties& p
     std::string serial(p("ID_SERIAL"));
     if (!cls.empty() && serial.empty()) serial = "noserial";
     const std::string& ifnum = facts.interface_number;
-    if (!bus.empty() && !cls.empty() && bus != "bluetooth" && (event_node || legacy_node)) {
+    // ATTRS{bInterfaceNumber}=="|00": udev matches an attribute only on a device that has it,
+    // so a device without a USB interface above it (i8042, platform) gets no by-id link.
+    if (!bus.empty() && !cls.empty() && bus != "bluetooth" && (event_node || legacy_node) &&
+        !ifnum.empty()) {
       const std::string what = event_node ? absl::StrCat("event-", cls) : cls;
-      if (ifnum.empty() || ifnum == "00") {
+      if (ifnum == "00") {
         links.push_back(absl::StrCat("input/by-id/", bus, "-", serial, "-", what));
       } else {
         links.push_back(absl::StrCat("input/by-id/", bus, "-", serial, "-if", ifnum, "-", what));

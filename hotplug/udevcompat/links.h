@@ -33,6 +33,9 @@ struct LinkFacts {
 // "spkr", "ir" or "".
 [[nodiscard]] std::string InputClass(const Properties& props, const LinkFacts& facts);
 
+// The kernel names 60-persistent-storage.rules handles at all (fd0, ram0, zram0 are left alone).
+[[nodiscard]] bool StorageKernelName(absl::string_view name);
+
 // LinkFacts read from sysfs for `devpath`.
 [[nodiscard]] LinkFacts ReadLinkFacts(const SysfsView& view, absl::string_view devpath);
 

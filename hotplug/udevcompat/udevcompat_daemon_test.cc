@@ -86,7 +86,8 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->at("udevcompat_db_written"), 1u);
   EXPECT_EQ(status->at("udevcompat_monitor_sent"), 1u);
-  EXPECT_EQ(status->at("udevcompat_links_made"), 2u);
+  // by-path only: an i8042 device has no USB interface for a by-id link.
+  EXPECT_EQ(status->at("udevcompat_links_made"), 1u);
   ASSERT_TRUE(daemon->Stop().ok());
   ::close(listener);
 }

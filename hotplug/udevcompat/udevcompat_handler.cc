@@ -142,7 +142,7 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
         break;
       }
     }
-  } else if (event.subsystem == "block") {
+  } else if (event.subsystem == "block" && StorageKernelName(kernel)) {
     const std::string devtype(event.Get("DEVTYPE").value_or(""));
     if (devtype == "partition") {
       // IMPORT{parent}="ID_*": the disk's identity first, the partition's own on top.
@@ -167,6 +167,33 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
     ProbeBlock(view, event, dev_root, props, probe_error);
   } else if (event.subsystem == "usb" && event.Get("DEVTYPE") == "usb_device") {
     props = UsbId(view, event.devpath);
+  }
+  // 75-net-description.rules: a USB interface's usb_id, else a PCI parent's ids;
+  // 80-net-setup-link.rules: path_id. (net_id's ID_NET_NAME_* and the renaming are not done.)
+  if (event.subsystem == "net") {
+    if (HasAncestorIn(view, event.devpath, "usb")) {
+      Merge(props, UsbId(view, event.devpath));
+    } else {
+      for (std::optional<std::string> d = ParentOf(view, event.devpath); d.has_value();
+           d = ParentOf(view, *d)) {
+        if (SubsystemOf(view, *d) != "pci") continue;
+        SetProperty(props, "ID_BUS", "pci");
+        SetProperty(props, "ID_VENDOR_ID", view.Attribute(*d, "vendor").value_or(""));
+        SetProperty(props, "ID_MODEL_ID", view.Attribute(*d, "device").value_or(""));
+        break;
+      }
+    }
+  }
+  // 50-udev-default.rules: SUBSYSTEM=="pci|usb|platform", IMPORT{builtin}="path_id" (what
+  // consumers such as libinput's device groups read from a parent); 80-net-setup-link.rules for
+  // net; 71-seat.rules for the devices it tags "seat" (leds, backlight, fb*, sound card*) that
+  // have no ID_PATH yet.
+  const bool seat = event.subsystem == "leds" || event.subsystem == "backlight" ||
+                    (event.subsystem == "graphics" && absl::StartsWith(kernel, "fb")) ||
+                    (event.subsystem == "sound" && absl::StartsWith(kernel, "card"));
+  if (event.subsystem == "pci" || event.subsystem == "usb" || event.subsystem == "platform" ||
+      event.subsystem == "net" || (seat && PropertyValue(props, "ID_PATH").empty())) {
+    Merge(props, PathId(view, event.devpath));
   }
   return props;
 }

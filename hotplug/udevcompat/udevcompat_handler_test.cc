@@ -189,7 +189,8 @@ TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   const std::string dev = base_ + "/dev";
 
   const DatabaseEntry disk = ParseDatabaseEntry(Db("b254:0"));
-  EXPECT_THAT(disk.links, ElementsAre("disk/by-id/virtio-SER1", "disk/by-path/pci-0000:00:02.0"));
+  EXPECT_THAT(disk.links, ElementsAre("disk/by-id/virtio-SER1", "disk/by-path/pci-0000:00:02.0",
+                                      "disk/by-path/virtio-pci-0000:00:02.0"));
   EXPECT_GT(disk.usec_initialized, 0u);
   EXPECT_EQ(PropertyValue(disk.properties, "ID_SERIAL"), "SER1");
   EXPECT_EQ(PropertyValue(disk.properties, "ID_PATH"), "pci-0000:00:02.0");
@@ -208,6 +209,7 @@ TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   EXPECT_EQ(PropertyValue(part.properties, "ID_PART_TABLE_TYPE"), "gpt");
   EXPECT_THAT(part.links,
               ElementsAre("disk/by-id/virtio-SER1-part1", "disk/by-path/pci-0000:00:02.0-part1",
+                          "disk/by-path/virtio-pci-0000:00:02.0-part1",
                           "disk/by-uuid/0b9c1d3e-5f7a-4c2b-9e8d-123456789abc", "disk/by-label/root\\x20fs",
                           "disk/by-partuuid/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
                           "disk/by-partlabel/rootpart"));
@@ -239,7 +241,7 @@ TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[1].at("ACTION"), "remove");
   EXPECT_EQ(after[1].at("ID_FS_TYPE"), "ext4");
-  EXPECT_EQ(Counter("udevcompat_links_removed"), 6u);
+  EXPECT_EQ(Counter("udevcompat_links_removed"), 7u);
   EXPECT_EQ(Counter("udevcompat_db_removed"), 1u);
   EXPECT_EQ(Counter("udevcompat_monitor_sent"), 4u);
   EXPECT_EQ(Counter("udevcompat_errors"), 0u);
@@ -277,7 +279,7 @@ TEST_F(UdevCompatHandlerTest, SymlinkedDirectoryInTheDevRootIsRefused) {
   MakeHandler();
   Handle(PartEvent("add", 1));
   EXPECT_THAT(Shell("ls -A " + base_ + "/outside"), IsEmpty());
-  EXPECT_EQ(Counter("udevcompat_links_refused"), 6u);
+  EXPECT_EQ(Counter("udevcompat_links_refused"), 7u);
   // The database lists only links that exist.
   EXPECT_THAT(ParseDatabaseEntry(Db("b254:1")).links, IsEmpty());
 }

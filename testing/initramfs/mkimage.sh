@@ -10,6 +10,7 @@
 #     --host-only            only what this machine's modaliases resolve to, with dependencies
 #                            and softdeps (like dracut's host-only mode)
 #     --modules LIST         exactly these modules (comma or space separated), with deps
+#     --add-modules LIST     these modules too, whatever the set (e.g. evdev for libinput)
 #     --mdev-conf FILE       the image's /etc/mdev.conf (default: mdev.conf beside this script)
 #     --with-shell           add busybox-static (/bin/sh and a few applets)
 #     --modprobe-handler     (needs --with-shell) the daemon runs `--exec` of a tiny script that
@@ -30,7 +31,7 @@ set -eu
 export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd)
 hotring="" out="" version="" modroot=/ mode=most modules="" mdev_conf="$here/mdev.conf"
-with_shell=0 modprobe_handler=0 compress=zstd daemon_args="" init_script="" adds=""
+with_shell=0 modprobe_handler=0 compress=zstd daemon_args="" init_script="" adds="" more_modules=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --hotring) hotring=$2; shift 2 ;;
@@ -39,6 +40,7 @@ while [ $# -gt 0 ]; do
     --modules-root) modroot=$2; shift 2 ;;
     --host-only) mode=host; shift ;;
     --modules) mode=list; modules=$(echo "$2" | tr ',' ' '); shift 2 ;;
+    --add-modules) more_modules="$more_modules $(echo "$2" | tr ',' ' ')"; shift 2 ;;
     --mdev-conf) mdev_conf=$2; shift 2 ;;
     --with-shell) with_shell=1; shift ;;
     --modprobe-handler) modprobe_handler=1; shift ;;
@@ -106,6 +108,7 @@ case "$mode" in
     printf '%s\n' $modules >"$work/names"
     ;;
 esac
+[ -z "$more_modules" ] || printf '%s\n' $more_modules >>"$work/names"
 sort -u "$work/names" -o "$work/names"
 
 # Dependencies and softdeps: --show-depends lists what modprobe would insmod, in order.

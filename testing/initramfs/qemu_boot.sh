@@ -3,6 +3,7 @@
 #
 #   qemu_boot.sh --kernel VMLINUZ --initrd IMAGE --disk EXT4_IMAGE --log FILE
 #                [--smp N] [--append "KERNEL ARGS"] [--timeout S (default 120)]
+#                [--qemu-args "MORE QEMU ARGS"]   (split on blanks: more devices, a second serial)
 #
 # The guest: qemu-system-x86_64 with TCG (never KVM: it hangs on our machines), 512 MiB, a
 # virtio disk, an e1000 and a virtio-net NIC, a USB keyboard behind an xHCI controller, serial
@@ -12,7 +13,7 @@
 # check and panics ("IO-APIC + timer doesn't work!"), as seen here under load average 18.
 # Exit status: qemu's, or 124 when the timeout killed it.
 set -eu
-kernel="" initrd="" disk="" log="" smp=1 append="" timeout=120
+kernel="" initrd="" disk="" log="" smp=1 append="" timeout=120 qemu_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) kernel=$2; shift 2 ;;
@@ -22,12 +23,14 @@ while [ $# -gt 0 ]; do
     --smp) smp=$2; shift 2 ;;
     --append) append=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --qemu-args) qemu_args=$2; shift 2 ;;
     *) echo "qemu_boot.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ -n "$kernel" ] && [ -n "$initrd" ] && [ -n "$disk" ] && [ -n "$log" ] || {
   echo "qemu_boot.sh: --kernel, --initrd, --disk and --log are required" >&2; exit 2; }
 status=0
+# shellcheck disable=SC2086
 timeout --kill-after=5 "$timeout" qemu-system-x86_64 \
   -accel tcg -m 512M -smp "$smp" \
   -display none -monitor none -serial "file:$log" -no-reboot \
@@ -38,5 +41,6 @@ timeout --kill-after=5 "$timeout" qemu-system-x86_64 \
   -netdev hubport,id=net0,hubid=0 -device e1000,netdev=net0 \
   -netdev hubport,id=net1,hubid=1 -device virtio-net-pci,netdev=net1 \
   -device qemu-xhci,id=xhci -device usb-kbd,bus=xhci.0 \
+  $qemu_args \
   </dev/null >/dev/null 2>"$log.qemu" || status=$?
 exit "$status"

@@ -1,0 +1,371 @@
+// The devices of the qemu comparison guest (testing/udevcompat/guest_compare.sh: Debian 12's
+// kernel 6.1, qemu's i440FX PC with an xHCI at 00:05.0 holding a USB keyboard, mouse and tablet,
+// the i8042 keyboard and PS/2 mouse, e1000 and virtio-net NICs, a virtio disk at 00:06.0), with
+// the sysfs attributes, capability bitmaps and USB descriptors the guest showed
+// (guest_dump.sh's `=== sysfs` section). The expected properties and links are those
+// systemd-udevd 252 put in the same guest's database (`udevadm info --export-db`).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hotplug/event.h"
+#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udevcompat/links.h"
+#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udevcompat/udevcompat_handler.h"
+#include "testing/fake_sysfs.h"
+
+namespace hotring::hotplug::udevcompat {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+using ::testing::UnorderedElementsAreArray;
+using testing::FakeSysfs;
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
+constexpr char kXhci[] = "/devices/pci0000:00/0000:00:05.0";
+
+// One input device of the guest: where it hangs, and its attributes as the guest read them.
+struct GuestInput {
+  std::string parent;  // the device the inputN hangs below
+  int input;           // inputN
+  int event;           // eventN
+  int mouse;           // mouseN, or -1
+  Attrs attrs;         // name, id/*, capabilities/*, properties
+};
+
+class GuestRecordedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
+    ASSERT_TRUE(sys.ok()) << sys.status();
+    sys_.emplace(std::move(*sys));
+  }
+
+  void Add(const std::string& devpath, const std::string& subsystem, Attrs uevent = {},
+           Attrs attributes = {}, FakeSysfs::Kind kind = FakeSysfs::Kind::kBus) {
+    ASSERT_TRUE(sys_->AddDevice({.devpath = devpath,
+                                 .subsystem = subsystem,
+                                 .kind = kind,
+                                 .uevent = std::move(uevent),
+                                 .attributes = std::move(attributes)})
+                    .ok());
+  }
+
+  void Driver(const std::string& devpath, const std::string& bus, const std::string& name) {
+    ASSERT_TRUE(sys_->AddDriver(bus, name).ok());
+    int depth = 0;
+    for (char c : devpath) depth += c == '/' ? 1 : 0;
+    std::string up;
+    for (int i = 0; i < depth; ++i) up += "../";
+    ASSERT_EQ(::symlink(absl::StrCat(up, "bus/", bus, "/drivers/", name).c_str(),
+                        sys_->Path(absl::StrCat(devpath, "/driver")).c_str()),
+              0);
+  }
+
+  // A USB HID device on the xHCI's port `port` with the guest's attributes and descriptors.
+  std::string AddUsbHid(int port, const std::string& product, const std::string& serial,
+                        const std::string& descriptors_hex, const std::string& hid_id,
+                        const std::string& subclass, const std::string& protocol) {
+    Add(kXhci, "pci", {{"PCI_ID", "1B36:000D"}}, {{"vendor", "0x1b36"}, {"device", "0x000d"}});
+    Add(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}},
+        {{"idVendor", "1d6b"}, {"idProduct", "0002"}});
+    const std::string dev = absl::StrCat(kXhci, "/usb1/1-", port);
+    Add(dev, "usb", {{"DEVTYPE", "usb_device"}, {"PRODUCT", "627/1/0"}},
+        {{"idVendor", "0627"},
+         {"idProduct", "0001"},
+         {"manufacturer", "QEMU"},
+         {"product", product},
+         {"serial", serial},
+         {"bcdDevice", "0000"},
+         {"descriptors", absl::HexStringToBytes(descriptors_hex)}});
+    const std::string intf = absl::StrCat(dev, "/1-", port, ":1.0");
+    Add(intf, "usb", {{"DEVTYPE", "usb_interface"}},
+        {{"bInterfaceNumber", "00"},
+         {"bInterfaceClass", "03"},
+         {"bInterfaceSubClass", subclass},
+         {"bInterfaceProtocol", protocol}});
+    Driver(intf, "usb", "usbhid");
+    const std::string hid = absl::StrCat(intf, "/", hid_id);
+    Add(hid, "hid");
+    return hid;
+  }
+
+  void AddI8042() {
+    Add("/devices/platform/i8042", "platform");
+    Add("/devices/platform/i8042/serio0", "serio");
+    Add("/devices/platform/i8042/serio1", "serio");
+  }
+
+  // inputN with its attributes, its eventN and mouseN.
+  void AddInput(const GuestInput& in) {
+    const std::string input = absl::StrCat(in.parent, "/input/input", in.input);
+    Add(input, "input", {{"PRODUCT", "3/627/1/111"}}, {}, FakeSysfs::Kind::kClass);
+    for (const auto& [name, value] : in.attrs) {
+      ASSERT_TRUE(sys_->WriteFile(absl::StrCat(input, "/", name), value + "\n").ok());
+    }
+    Add(absl::StrCat(input, "/event", in.event), "input",
+        {{"MAJOR", "13"}, {"MINOR", absl::StrCat(64 + in.event)}, {"DEVNAME", absl::StrCat("input/event", in.event)}},
+        {}, FakeSysfs::Kind::kClass);
+    if (in.mouse >= 0) {
+      Add(absl::StrCat(input, "/mouse", in.mouse), "input",
+          {{"MAJOR", "13"}, {"MINOR", absl::StrCat(32 + in.mouse)}, {"DEVNAME", absl::StrCat("input/mouse", in.mouse)}},
+          {}, FakeSysfs::Kind::kClass);
+    }
+  }
+
+  // What the udevcompat link computes for the device at `devpath` (an add event as the kernel
+  // sends it) and the links it makes.
+  std::pair<Properties, std::vector<std::string>> Compute(const std::string& devpath,
+                                                          const std::string& subsystem,
+                                                          Attrs env = {}) {
+    Event e;
+    e.action = "add";
+    e.subsystem = subsystem;
+    e.devpath = devpath;
+    e.env = std::move(env);
+    if (std::optional<absl::string_view> n = e.Get("DEVNAME"); n.has_value()) e.devname = std::string(*n);
+    const DirSysfsView view(sys_->root());
+    std::string probe_error;
+    Properties props = ComputeProperties(view, e, "/nonexistent", {}, &probe_error);
+    EXPECT_EQ(probe_error, "");
+    std::vector<std::string> links = PersistentLinks(e, props, ReadLinkFacts(view, devpath), nullptr);
+    return {std::move(props), std::move(links)};
+  }
+
+  std::optional<FakeSysfs> sys_;
+};
+
+// The guest's capability bitmaps (`=== sysfs`).
+const Attrs kUsbKeyboard = {{"name", "QEMU QEMU USB Keyboard"},
+                            {"id/bustype", "0003"},
+                            {"id/vendor", "0627"},
+                            {"id/product", "0001"},
+                            {"id/version", "0111"},
+                            {"capabilities/ev", "120013"},
+                            {"capabilities/key", "1000000000007 ff9f207ac14057ff febeffdfffefffff fffffffffffffffe"},
+                            {"capabilities/rel", "0"},
+                            {"capabilities/abs", "0"},
+                            {"capabilities/msc", "10"},
+                            {"capabilities/led", "1f"},
+                            {"capabilities/sw", "0"},
+                            {"properties", "0"}};
+const Attrs kUsbMouse = {{"name", "QEMU QEMU USB Mouse"},
+                         {"id/bustype", "0003"},
+                         {"id/vendor", "0627"},
+                         {"id/product", "0001"},
+                         {"id/version", "0001"},
+                         {"capabilities/ev", "17"},
+                         {"capabilities/key", "1f0000 0 0 0 0"},
+                         {"capabilities/rel", "903"},
+                         {"capabilities/abs", "0"},
+                         {"capabilities/msc", "10"},
+                         {"capabilities/sw", "0"},
+                         {"properties", "0"}};
+const Attrs kUsbTablet = {{"name", "QEMU QEMU USB Tablet"},
+                          {"id/bustype", "0003"},
+                          {"id/vendor", "0627"},
+                          {"id/product", "0001"},
+                          {"id/version", "0001"},
+                          {"capabilities/ev", "1f"},
+                          {"capabilities/key", "70000 0 0 0 0"},
+                          {"capabilities/rel", "900"},
+                          {"capabilities/abs", "3"},
+                          {"capabilities/msc", "10"},
+                          {"capabilities/sw", "0"},
+                          {"properties", "0"}};
+const Attrs kAtKeyboard = {{"name", "AT Translated Set 2 keyboard"},
+                           {"id/bustype", "0011"},
+                           {"id/vendor", "0001"},
+                           {"id/product", "0001"},
+                           {"id/version", "ab41"},
+                           {"capabilities/ev", "120013"},
+                           {"capabilities/key", "402000002 3803078f800d001 feffffdfffefffff fffffffffffffffe"},
+                           {"capabilities/rel", "0"},
+                           {"capabilities/abs", "0"},
+                           {"capabilities/msc", "10"},
+                           {"capabilities/led", "7"},
+                           {"capabilities/sw", "0"},
+                           {"properties", "0"}};
+const Attrs kPs2Mouse = {{"name", "ImExPS/2 Generic Explorer Mouse"},
+                         {"id/bustype", "0011"},
+                         {"id/vendor", "0002"},
+                         {"id/product", "0006"},
+                         {"id/version", "0000"},
+                         {"capabilities/ev", "7"},
+                         {"capabilities/key", "1f0000 0 0 0 0"},
+                         {"capabilities/rel", "143"},
+                         {"capabilities/abs", "0"},
+                         {"capabilities/sw", "0"},
+                         {"properties", "1"}};
+
+// The guest's USB descriptors (device, configuration, interface, HID, endpoint), hex.
+constexpr char kKeyboardDescriptors[] = 
+    "120100020000004027060100000001040b0109022200010108a032090400000103010100092111010001223f0007058103080007";
+constexpr char kMouseDescriptors[] = 
+    "12010002000000402706010000000102090109022200010106a03209040000010301020009210100000122340007058103040007";
+constexpr char kTabletDescriptors[] = 
+    "120100020000004027060100000001030a0109022200010107a032090400000103000000092101000001224a0007058103080004";
+
+Properties UsbIdentity(const std::string& model, const std::string& serial_short, const std::string& interfaces) {
+  return {{"ID_BUS", "usb"},
+          {"ID_MODEL", absl::StrCat("QEMU_USB_", model)},
+          {"ID_MODEL_ENC", absl::StrCat("QEMU\\x20USB\\x20", model)},
+          {"ID_MODEL_ID", "0001"},
+          {"ID_SERIAL", absl::StrCat("QEMU_QEMU_USB_", model, "_", serial_short)},
+          {"ID_SERIAL_SHORT", serial_short},
+          {"ID_VENDOR", "QEMU"},
+          {"ID_VENDOR_ENC", "QEMU"},
+          {"ID_VENDOR_ID", "0627"},
+          {"ID_REVISION", "0000"},
+          {"ID_TYPE", "hid"},
+          {"ID_USB_MODEL", absl::StrCat("QEMU_USB_", model)},
+          {"ID_USB_MODEL_ENC", absl::StrCat("QEMU\\x20USB\\x20", model)},
+          {"ID_USB_MODEL_ID", "0001"},
+          {"ID_USB_SERIAL", absl::StrCat("QEMU_QEMU_USB_", model, "_", serial_short)},
+          {"ID_USB_SERIAL_SHORT", serial_short},
+          {"ID_USB_VENDOR", "QEMU"},
+          {"ID_USB_VENDOR_ENC", "QEMU"},
+          {"ID_USB_VENDOR_ID", "0627"},
+          {"ID_USB_REVISION", "0000"},
+          {"ID_USB_TYPE", "hid"},
+          {"ID_USB_INTERFACES", interfaces},
+          {"ID_USB_INTERFACE_NUM", "00"},
+          {"ID_USB_DRIVER", "usbhid"}};
+}
+
+Properties With(Properties props, const Properties& more) {
+  for (const auto& kv : more) props.push_back(kv);
+  return props;
+}
+
+TEST_F(GuestRecordedTest, UsbKeyboard) {
+  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", kKeyboardDescriptors,
+                                    "0003:0627:0001.0001", "01", "01");
+  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = kUsbKeyboard});
+  const std::string input = absl::StrCat(hid, "/input/input4");
+  const Properties expected =
+      With({{"ID_INPUT", "1"}, {"ID_INPUT_KEY", "1"}, {"ID_INPUT_KEYBOARD", "1"}},
+           With(UsbIdentity("Keyboard", "68284-0000:00:05.0-1", ":030101:"),
+                {{"ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0"}}));
+  EXPECT_THAT(Compute(input, "input").first, UnorderedElementsAreArray(expected));
+  const auto [props, links] = Compute(absl::StrCat(input, "/event2"), "input", {{"DEVNAME", "input/event2"}});
+  EXPECT_THAT(props, UnorderedElementsAreArray(expected));
+  EXPECT_THAT(links, UnorderedElementsAre(
+                         "input/by-id/usb-QEMU_QEMU_USB_Keyboard_68284-0000:00:05.0-1-event-kbd",
+                         "input/by-path/pci-0000:00:05.0-usb-0:1:1.0-event-kbd"));
+}
+
+TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
+  const std::string mouse_hid = AddUsbHid(2, "QEMU USB Mouse", "89126-0000:00:05.0-2", kMouseDescriptors,
+                                          "0003:0627:0001.0002", "01", "02");
+  const std::string tablet_hid = AddUsbHid(3, "QEMU USB Tablet", "28754-0000:00:05.0-3", kTabletDescriptors,
+                                           "0003:0627:0001.0003", "00", "00");
+  AddInput({.parent = mouse_hid, .input = 5, .event = 3, .mouse = 1, .attrs = kUsbMouse});
+  AddInput({.parent = tablet_hid, .input = 6, .event = 4, .mouse = 2, .attrs = kUsbTablet});
+  const std::string mouse = absl::StrCat(mouse_hid, "/input/input5");
+  const std::string tablet = absl::StrCat(tablet_hid, "/input/input6");
+  // The tablet has absolute axes and BTN_LEFT but no pen tool: input_id calls it a mouse.
+  const Properties expected_mouse =
+      With({{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}},
+           With(UsbIdentity("Mouse", "89126-0000:00:05.0-2", ":030102:"),
+                {{"ID_PATH", "pci-0000:00:05.0-usb-0:2:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_2_1_0"}}));
+  const Properties expected_tablet =
+      With({{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}},
+           With(UsbIdentity("Tablet", "28754-0000:00:05.0-3", ":030000:"),
+                {{"ID_PATH", "pci-0000:00:05.0-usb-0:3:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_3_1_0"}}));
+  EXPECT_THAT(Compute(mouse, "input").first, UnorderedElementsAreArray(expected_mouse));
+  EXPECT_THAT(Compute(tablet, "input").first, UnorderedElementsAreArray(expected_tablet));
+  auto [props, links] = Compute(absl::StrCat(mouse, "/mouse1"), "input", {{"DEVNAME", "input/mouse1"}});
+  EXPECT_THAT(props, UnorderedElementsAreArray(expected_mouse));
+  EXPECT_THAT(links, UnorderedElementsAre("input/by-id/usb-QEMU_QEMU_USB_Mouse_89126-0000:00:05.0-2-mouse",
+                                          "input/by-path/pci-0000:00:05.0-usb-0:2:1.0-mouse"));
+  std::tie(props, links) = Compute(absl::StrCat(tablet, "/event4"), "input", {{"DEVNAME", "input/event4"}});
+  EXPECT_THAT(props, UnorderedElementsAreArray(expected_tablet));
+  EXPECT_THAT(links, UnorderedElementsAre("input/by-id/usb-QEMU_QEMU_USB_Tablet_28754-0000:00:05.0-3-event-mouse",
+                                          "input/by-path/pci-0000:00:05.0-usb-0:3:1.0-event-mouse"));
+}
+
+TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
+  AddI8042();
+  AddInput({.parent = "/devices/platform/i8042/serio0", .input = 0, .event = 0, .mouse = -1, .attrs = kAtKeyboard});
+  AddInput({.parent = "/devices/platform/i8042/serio1", .input = 3, .event = 1, .mouse = 0, .attrs = kPs2Mouse});
+  auto [props, links] = Compute("/devices/platform/i8042/serio0/input/input0/event0", "input",
+                                {{"DEVNAME", "input/event0"}});
+  EXPECT_THAT(props, UnorderedElementsAre(Pair("ID_INPUT", "1"), Pair("ID_INPUT_KEY", "1"),
+                                          Pair("ID_INPUT_KEYBOARD", "1"), Pair("ID_BUS", "i8042"),
+                                          Pair("ID_SERIAL", "noserial"), Pair("ID_PATH", "platform-i8042-serio-0"),
+                                          Pair("ID_PATH_TAG", "platform-i8042-serio-0")));
+  EXPECT_THAT(links, ElementsAre("input/by-path/platform-i8042-serio-0-event-kbd"));
+  std::tie(props, links) = Compute("/devices/platform/i8042/serio1/input/input3/mouse0", "input",
+                                   {{"DEVNAME", "input/mouse0"}});
+  EXPECT_THAT(props, UnorderedElementsAre(Pair("ID_INPUT", "1"), Pair("ID_INPUT_MOUSE", "1"), Pair("ID_BUS", "i8042"),
+                                          Pair("ID_SERIAL", "noserial"), Pair("ID_PATH", "platform-i8042-serio-1"),
+                                          Pair("ID_PATH_TAG", "platform-i8042-serio-1")));
+  EXPECT_THAT(links, ElementsAre("input/by-path/platform-i8042-serio-1-mouse"));
+}
+
+TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
+  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", kKeyboardDescriptors,
+                                    "0003:0627:0001.0001", "01", "01");
+  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = kUsbKeyboard});
+  Add(absl::StrCat(hid, "/input/input4/input4::capslock"), "leds", {}, {}, FakeSysfs::Kind::kClass);
+  AddI8042();
+  Add("/devices/platform/floppy.0", "platform");
+  Add("/devices/platform/floppy.0/block/fd0", "block", {{"MAJOR", "2"}, {"MINOR", "0"}, {"DEVNAME", "fd0"}},
+      {}, FakeSysfs::Kind::kClass);
+  EXPECT_THAT(Compute(kXhci, "pci").first,
+              ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0"), Pair("ID_PATH_TAG", "pci-0000_00_05_0")));
+  // The root hub: no port in its name, so the path stops at the controller.
+  const Properties hub = Compute(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
+  EXPECT_EQ(PropertyValue(hub, "ID_PATH"), "pci-0000:00:05.0");
+  EXPECT_EQ(PropertyValue(Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first,
+                          "ID_PATH"),
+            "pci-0000:00:05.0-usb-0:1");
+  EXPECT_THAT(Compute(absl::StrCat(kXhci, "/usb1/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}).first,
+              ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"),
+                          Pair("ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0")));
+  EXPECT_THAT(Compute(absl::StrCat(hid, "/input/input4/input4::capslock"), "leds").first,
+              ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"),
+                          Pair("ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0")));
+  EXPECT_THAT(Compute("/devices/platform/i8042", "platform").first,
+              ElementsAre(Pair("ID_PATH", "platform-i8042"), Pair("ID_PATH_TAG", "platform-i8042")));
+  EXPECT_THAT(Compute("/devices/platform/floppy.0", "platform").first,
+              ElementsAre(Pair("ID_PATH", "platform-floppy.0"), Pair("ID_PATH_TAG", "platform-floppy_0")));
+  // 60-persistent-storage.rules leaves fd* alone: no ID_PATH, no links.
+  const auto [fd_props, fd_links] = Compute("/devices/platform/floppy.0/block/fd0", "block",
+                                            {{"DEVTYPE", "disk"}, {"DEVNAME", "fd0"}});
+  EXPECT_THAT(fd_props, IsEmpty());
+  EXPECT_THAT(fd_links, IsEmpty());
+}
+
+TEST_F(GuestRecordedTest, NetworkInterfacesGetTheirPciIdsAndPath) {
+  Add("/devices/pci0000:00/0000:00:03.0", "pci", {}, {{"vendor", "0x8086"}, {"device", "0x100e"}});
+  Add("/devices/pci0000:00/0000:00:03.0/net/eth0", "net", {{"INTERFACE", "eth0"}, {"IFINDEX", "2"}}, {},
+      FakeSysfs::Kind::kClass);
+  Add("/devices/pci0000:00/0000:00:04.0", "pci", {}, {{"vendor", "0x1af4"}, {"device", "0x1000"}});
+  Add("/devices/pci0000:00/0000:00:04.0/virtio0", "virtio", {}, {{"vendor", "0x1af4"}, {"device", "0x0001"}});
+  Add("/devices/pci0000:00/0000:00:04.0/virtio0/net/eth1", "net", {{"INTERFACE", "eth1"}, {"IFINDEX", "3"}}, {},
+      FakeSysfs::Kind::kClass);
+  Add("/devices/virtual/net/lo", "net", {{"INTERFACE", "lo"}, {"IFINDEX", "1"}}, {}, FakeSysfs::Kind::kClass);
+  EXPECT_THAT(Compute("/devices/pci0000:00/0000:00:03.0/net/eth0", "net").first,
+              UnorderedElementsAre(Pair("ID_BUS", "pci"), Pair("ID_VENDOR_ID", "0x8086"),
+                                   Pair("ID_MODEL_ID", "0x100e"), Pair("ID_PATH", "pci-0000:00:03.0"),
+                                   Pair("ID_PATH_TAG", "pci-0000_00_03_0")));
+  // virtio-net: the PCI function's ids (the virtio device's own are not what the rule reads).
+  EXPECT_THAT(Compute("/devices/pci0000:00/0000:00:04.0/virtio0/net/eth1", "net").first,
+              UnorderedElementsAre(Pair("ID_BUS", "pci"), Pair("ID_VENDOR_ID", "0x1af4"),
+                                   Pair("ID_MODEL_ID", "0x1000"), Pair("ID_PATH", "pci-0000:00:04.0"),
+                                   Pair("ID_PATH_TAG", "pci-0000_00_04_0")));
+  EXPECT_THAT(Compute("/devices/virtual/net/lo", "net").first, IsEmpty());
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::udevcompat

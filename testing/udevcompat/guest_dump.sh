@@ -1,0 +1,79 @@
+#!/bin/sh
+# Runs in the comparison guest (both images), once the device manager has coldplugged: waits for
+# the devices the comparison needs, settles, and writes to the second serial port (/dev/ttyS1,
+# apart from the kernel's console) what libudev's consumers see:
+#   === export-db    `udevadm info --export-db` (Debian's udevadm reads /run/udev/data)
+#   === links        every symlink under /dev/disk and /dev/input: "L: LINK -> NODE"
+#   === sysfs        each input device's name, id/ and capabilities/, each USB device's and
+#                    interface's ids, strings and descriptors (hex) (the unit tests' data)
+#   === libinput     `libinput list-devices` (Debian's libinput-tools, through libudev)
+#   === monitor      `udevadm monitor --udev --property` while $GUEST_TRIGGER_CHANGE (the
+#                    device manager's trigger of a change of vda1) runs
+#   === end
+#
+#   guest_dump.sh SETTLE_COMMAND...     e.g. guest_dump.sh udevadm settle
+# The expected devices: three USB input devices (keyboard, mouse, tablet), the PS/2 mouse
+# (psmouse on serio1) and the two partitions of the virtio disk; at most 240 s for them.
+bb=/bin/busybox
+# A tty on stdout would start a pager.
+export SYSTEMD_PAGER=cat PAGER=cat SYSTEMD_COLORS=0
+out=/dev/ttyS1
+have() {
+  usb=0 ps2=0
+  for i in /sys/class/input/input*; do
+    [ -e "$i" ] || continue
+    p=$($bb readlink -f "$i")
+    case "$p" in
+      */usb*) usb=$((usb + 1)) ;;
+      */serio1/*) ps2=$((ps2 + 1)) ;;
+    esac
+  done
+  [ "$usb" -ge 3 ] && [ "$ps2" -ge 1 ] && [ -e /sys/class/block/vda2 ]
+}
+n=0
+until have; do
+  n=$((n + 1))
+  [ "$n" -gt 240 ] && { echo "guest_dump: timed out waiting for the input devices and vda2" >"$out"; break; }
+  $bb sleep 1
+done
+"$@"
+{
+  echo "=== export-db"
+  udevadm info --export-db | $bb cat
+  echo "=== links"
+  for l in $($bb find /dev/disk /dev/input -type l 2>/dev/null | $bb sort); do
+    echo "L: $l -> $($bb readlink -f "$l")"
+  done
+  echo "=== sysfs"
+  for i in /sys/class/input/input*; do
+    [ -e "$i" ] || continue
+    echo "D: $($bb readlink -f "$i" | $bb sed 's|^/sys||')"
+    echo "A: name=$($bb cat "$i/name")"
+    for f in "$i"/id/* "$i"/capabilities/* "$i/properties"; do
+      echo "A: ${f#$i/}=$($bb cat "$f")"
+    done
+  done
+  for u in /sys/bus/usb/devices/*; do
+    echo "D: $($bb readlink -f "$u" | $bb sed 's|^/sys||')"
+    for a in idVendor idProduct manufacturer product serial bcdDevice bInterfaceNumber \
+      bInterfaceClass bInterfaceSubClass bInterfaceProtocol; do
+      [ -r "$u/$a" ] && echo "A: $a=$($bb cat "$u/$a")"
+    done
+    [ -r "$u/descriptors" ] && echo "A: descriptors=$($bb od -An -v -tx1 "$u/descriptors" | $bb tr -d ' \n')"
+    [ -e "$u/driver" ] && echo "A: driver=$($bb basename "$($bb readlink "$u/driver")")"
+  done
+  echo "=== libinput"
+  libinput list-devices 2>&1 | $bb cat
+  # A libudev-format monitor (Debian's udevadm, sd-device's monitor with an in-kernel filter
+  # for block) receives the device manager's announcement of a `change` of vda1.
+  echo "=== monitor"
+  udevadm monitor --udev --property --subsystem-match=block >/run/monitor.txt 2>&1 &
+  mon=$!
+  $bb sleep 2
+  $GUEST_TRIGGER_CHANGE
+  "$@"
+  $bb sleep 2
+  kill "$mon"
+  $bb cat /run/monitor.txt
+  echo "=== end"
+} >"$out" 2>&1
