@@ -130,6 +130,10 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--children-max") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
         options.children_max = static_cast<size_t>(n);
+      } else if (f == "--ring-entries") {
+        // Not in the usage: for fault tests that overflow the completion queue.
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
+        options.ring_entries = static_cast<unsigned>(n);
       } else if (f == "--max-pending") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10'000'000));
         options.max_pending = static_cast<size_t>(n);

@@ -119,7 +119,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
 
 absl::Status Daemon::Init() {
   ::signal(SIGPIPE, SIG_IGN);
-  HOTRING_ASSIGN_OR_RETURN(reactor_, io::Reactor::Create());
+  io::Reactor::Options reactor_options;
+  if (options_.ring_entries > 0) {
+    reactor_options.sq_entries = options_.ring_entries;
+    reactor_options.cq_entries = 2 * options_.ring_entries;
+  }
+  HOTRING_ASSIGN_OR_RETURN(reactor_, io::Reactor::Create(reactor_options));
   HOTRING_ASSIGN_OR_RETURN(io::SignalFd signals, io::SignalFd::Create({SIGTERM, SIGINT, SIGHUP}));
   signals_.emplace(std::move(signals));
 
@@ -430,6 +435,8 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("timeline_records", timeline_.total());
   add("timeline_write_errors", timeline_.write_errors());
   add("children_max", scheduler_.children_max());
+  add("ring_cq_overflows", reactor_->cq_overflows());
+  add("ring_cq_lost", reactor_->cq_lost());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
   std::vector<std::pair<std::string, uint64_t>> stage_counters;
   handler_->AppendCounters(stage_counters);

@@ -66,6 +66,9 @@ struct DaemonOptions {
   std::string record_timeline;           // --record-timeline FILE; empty: memory only
   size_t timeline_keep = 8192;           // timeline lines kept for `report` (0: none)
   size_t handled_devices_max = 4096;     // handled events remembered for `settle --for`
+  // io_uring SQ entries (the CQ gets twice as many); 0: the reactor's defaults. Tests make it
+  // tiny to overflow the CQ under load (hidden option --ring-entries).
+  unsigned ring_entries = 0;
   std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
