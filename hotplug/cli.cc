@@ -60,7 +60,7 @@ constexpr absl::string_view kDaemonUsage =
     "                             /dev/input/by-* links beneath --dev-root (docs/udev-compat.md)\n"
     "  --udev-run DIR             where the udev database goes (default /run/udev)\n"
     "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
-    "  --timeline-keep N          timeline lines kept in memory for `report` (default 8192)\n"
+    "  --timeline-keep N          timeline lines kept in memory for `report` (default 4096)\n"
     "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=/UUID=\n"
     "                             (default /dev)\n"
     "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"

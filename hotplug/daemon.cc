@@ -155,9 +155,11 @@ absl::Status Daemon::Init() {
   // A ring that runs dry loses nothing: the receive ends with ENOBUFS, the datagrams stay in the
   // socket and the receiver re-arms. Bigger rings cost: the kernel takes buffers in ring order,
   // so each copy lands in memory not touched since the last lap (1024 x 4 KiB instead of
-  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst). 64 buffers each:
-  // twice a multishot pass, and what a burst leaves resident until the idle trim (a page per
-  // buffer for nearly every uevent) stays within a small board's budget.
+  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst). The control ring
+  // has 64 buffers, twice a multishot pass. The netlink ring has 32, one pass: each of its
+  // buffers is a page a burst keeps resident (4 KiB for a uevent of a few hundred bytes, sized
+  // for the largest the kernel sends), and 64 of them put a 100,000-uevent burst above a small
+  // board's 4 MiB; a burst that drains a full socket re-arms the receive once per 32 uevents.
   HOTRING_ASSIGN_OR_RETURN(control_ring_, io::BufferRing::Create(*reactor_, kControlRingGroup,
                                                                  64, kMaxWireBytes + 1024));
   if (options_.netlink) {
@@ -173,7 +175,7 @@ absl::Status Daemon::Init() {
             listener->receive_buffer, listener->receive_buffer_forced ? " (forced)" : "");
     netlink_fd_ = std::move(listener->fd);
     HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
-                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 64, 4096));
+                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 32, 4096));
     if (options_.netlink_trust_userspace) {
       LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
                  "socket; for tests in a private network namespace only");
