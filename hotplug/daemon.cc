@@ -427,6 +427,7 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("missing_seqnums", counters_.missing_seqnums);
   add("netlink_received", counters_.netlink_received);
   add("netlink_overruns", counters_.netlink_overruns);
+  add("netlink_paused", counters_.netlink_paused);
   add("resyncs", counters_.resyncs);
   add("resync_events", counters_.resync_events);
   add("monitors", monitors_.size());
@@ -473,13 +474,14 @@ size_t Daemon::Pending() const {
 
 bool Daemon::Idle() const { return Pending() == 0; }
 
-void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) {
+void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack,
+                    bool drop_when_full) {
   if (!want_ack) ack.reset();
   const MonoTime now = MonoNow();
   if (event.seqnum.has_value()) {
     const uint64_t seqnum = *event.seqnum;
     const bool was_holding = reorderer_.held() > 0;
-    if (Pending() >= options_.max_pending) {
+    if (drop_when_full && Pending() >= options_.max_pending) {
       Drop(DropReason::kQueueFull, absl::StrCat("SEQNUM=", seqnum, ": ", Pending(), " pending"));
       return;
     }
@@ -540,7 +542,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
       return;
     }
   }
-  if (Pending() >= options_.max_pending) {
+  if (drop_when_full && Pending() >= options_.max_pending) {
     Drop(DropReason::kQueueFull, absl::StrCat(EventLabel(event), ": ", Pending(), " pending"));
     return;
   }
@@ -732,6 +734,7 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
     LogError("scheduler: %s", finished.ToString());
   }
   Pump();
+  if (netlink_waiting_for_room_ && Pending() < options_.max_pending) room_.NotifyAll();
   CheckIdle();
 }
 
@@ -882,6 +885,18 @@ Task<void> Daemon::ReceiveNetlink() {
       netlink_receiver_.emplace(*reactor_, netlink_fd_.get(), netlink_ring_);
   bool in_storm = false;
   for (;;) {
+    // At the --max-pending bound, stop reading: the uevents wait in the socket (its receive
+    // buffer is forced large for this), where dropping them would lose them for good. The
+    // receive ring may still fill behind us; those few are taken over the bound on resume.
+    if (Pending() >= options_.max_pending) {
+      ++counters_.netlink_paused;
+      LogDebug("netlink: %d events pending (--max-pending): reading paused", Pending());
+      netlink_waiting_for_room_ = true;
+      do {
+        co_await room_.Wait();
+      } while (Pending() >= options_.max_pending);
+      netlink_waiting_for_room_ = false;
+    }
     absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
     if (!datagram.ok()) {
       if (io::IsSocketOverrun(datagram.status())) {
@@ -918,7 +933,7 @@ Task<void> Daemon::ReceiveNetlink() {
       continue;
     }
     ++counters_.netlink_received;
-    Accept(std::move(*event), std::nullopt, false);
+    Accept(std::move(*event), std::nullopt, false, /*drop_when_full=*/false);
   }
 }
 

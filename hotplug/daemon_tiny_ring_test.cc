@@ -4,7 +4,9 @@
 // posts far more completions than the CQ holds, and handlers add their own (pidfd waits, pipe
 // reads). The kernel keeps the overflow (IORING_FEAT_NODROP) and the daemon must reap it:
 // every event handled once, in SEQNUM order per DEVPATH, nothing dropped, counters adding up,
-// and the overflow seen (ring_cq_overflows) with no completion lost (ring_cq_lost).
+// and the overflow seen (ring_cq_overflows) with no completion lost (ring_cq_lost). The same
+// burst against a --max-pending far below it: the netlink reader waits for room instead of
+// dropping, the uevents wait in the socket, and again nothing is lost.
 #include <signal.h>
 
 #include <cstdint>
@@ -126,6 +128,24 @@ TEST_F(DaemonTinyRingTest, BurstWithHandlersRunsEachOnceInOrderPerDevice) {
     EXPECT_EQ(*seen.begin(), kBase);
     EXPECT_EQ(*seen.rbegin(), kBase + kCount - 1);
   }
+  EXPECT_TRUE(daemon.Stop().ok()) << daemon.Log();
+}
+
+TEST_F(DaemonTinyRingTest, MaxPendingPausesNetlinkReadingInsteadOfDropping) {
+  constexpr uint64_t kCount = 300;
+  constexpr uint64_t kDevices = 30;
+  HandlerRecorder recorder;
+  DaemonProcess daemon = BurstIntoStoppedDaemon(
+      {"--exec", recorder.handler(), "--max-pending", "8"}, kCount, kDevices);
+  ExpectLossless(daemon, kCount);
+  EXPECT_GT(Status(daemon).at("netlink_paused"), 0u) << "the bound was never reached: no test";
+  std::set<std::string> seen;
+  for (const HandlerRun& run : recorder.Runs()) {
+    if (run.devpath.rfind(kPrefix, 0) == 0) {
+      EXPECT_TRUE(seen.insert(run.seqnum).second) << run.seqnum;
+    }
+  }
+  EXPECT_EQ(seen.size(), kCount);
   EXPECT_TRUE(daemon.Stop().ok()) << daemon.Log();
 }
 
