@@ -46,7 +46,8 @@ constexpr absl::string_view kDaemonUsage =
     "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
     "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
     "  --children-max N           events handled at once (default 8 + 2 x CPUs)\n"
-    "  --max-pending N            events held+queued+running before dropping (default 100000)\n"
+    "  --max-pending N            events held+queued+running before netlink reading waits and\n"
+    "                             other events are dropped (default 4096)\n"
     "  --reorder-timeout S        wait at most S seconds for a missing SEQNUM (default 5)\n"
     "  --expect-seqnum N          first SEQNUM expected\n"
     "  --seqnum-file PATH         default /sys/kernel/uevent_seqnum ('' to ignore)\n"
@@ -60,7 +61,7 @@ constexpr absl::string_view kDaemonUsage =
     "                             /dev/input/by-* links beneath --dev-root (docs/udev-compat.md)\n"
     "  --udev-run DIR             where the udev database goes (default /run/udev)\n"
     "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
-    "  --timeline-keep N          timeline lines kept in memory for `report` (default 8192)\n"
+    "  --timeline-keep N          timeline lines kept in memory for `report` (default 4096)\n"
     "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=, PARTUUID=..\n"
     "                             (default /dev)\n"
     "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
@@ -130,6 +131,10 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--children-max") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
         options.children_max = static_cast<size_t>(n);
+      } else if (f == "--ring-entries") {
+        // Not in the usage: for fault tests that overflow the completion queue.
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
+        options.ring_entries = static_cast<unsigned>(n);
       } else if (f == "--max-pending") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10'000'000));
         options.max_pending = static_cast<size_t>(n);

@@ -120,7 +120,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options,
 
 absl::Status Daemon::Init() {
   ::signal(SIGPIPE, SIG_IGN);
-  HOTRING_ASSIGN_OR_RETURN(reactor_, io::Reactor::Create());
+  io::Reactor::Options reactor_options;
+  if (options_.ring_entries > 0) {
+    reactor_options.sq_entries = options_.ring_entries;
+    reactor_options.cq_entries = 2 * options_.ring_entries;
+  }
+  HOTRING_ASSIGN_OR_RETURN(reactor_, io::Reactor::Create(reactor_options));
   HOTRING_ASSIGN_OR_RETURN(io::SignalFd signals, io::SignalFd::Create({SIGTERM, SIGINT, SIGHUP}));
   signals_.emplace(std::move(signals));
 
@@ -151,9 +156,11 @@ absl::Status Daemon::Init() {
   // A ring that runs dry loses nothing: the receive ends with ENOBUFS, the datagrams stay in the
   // socket and the receiver re-arms. Bigger rings cost: the kernel takes buffers in ring order,
   // so each copy lands in memory not touched since the last lap (1024 x 4 KiB instead of
-  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst). 64 buffers each:
-  // twice a multishot pass, and what a burst leaves resident until the idle trim (a page per
-  // buffer for nearly every uevent) stays within a small board's budget.
+  // 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst). The control ring
+  // has 64 buffers, twice a multishot pass. The netlink ring has 32, one pass: each of its
+  // buffers is a page a burst keeps resident (4 KiB for a uevent of a few hundred bytes, sized
+  // for the largest the kernel sends), and 64 of them put a 100,000-uevent burst above a small
+  // board's 4 MiB; a burst that drains a full socket re-arms the receive once per 32 uevents.
   HOTRING_ASSIGN_OR_RETURN(control_ring_, io::BufferRing::Create(*reactor_, kControlRingGroup,
                                                                  64, kMaxWireBytes + 1024));
   if (options_.netlink) {
@@ -169,7 +176,7 @@ absl::Status Daemon::Init() {
             listener->receive_buffer, listener->receive_buffer_forced ? " (forced)" : "");
     netlink_fd_ = std::move(listener->fd);
     HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
-                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 64, 4096));
+                             io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 32, 4096));
     if (options_.netlink_trust_userspace) {
       LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
                  "socket; for tests in a private network namespace only");
@@ -421,6 +428,7 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("missing_seqnums", counters_.missing_seqnums);
   add("netlink_received", counters_.netlink_received);
   add("netlink_overruns", counters_.netlink_overruns);
+  add("netlink_paused", counters_.netlink_paused);
   add("resyncs", counters_.resyncs);
   add("resync_events", counters_.resync_events);
   add("monitors", monitors_.size());
@@ -431,6 +439,8 @@ ControlReply Daemon::StatusReply(uint32_t cookie) const {
   add("timeline_records", timeline_.total());
   add("timeline_write_errors", timeline_.write_errors());
   add("children_max", scheduler_.children_max());
+  add("ring_cq_overflows", reactor_->cq_overflows());
+  add("ring_cq_lost", reactor_->cq_lost());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
   std::vector<std::pair<std::string, uint64_t>> stage_counters;
   handler_->AppendCounters(stage_counters);
@@ -465,13 +475,14 @@ size_t Daemon::Pending() const {
 
 bool Daemon::Idle() const { return Pending() == 0; }
 
-void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) {
+void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack,
+                    bool drop_when_full) {
   if (!want_ack) ack.reset();
   const MonoTime now = MonoNow();
   if (event.seqnum.has_value()) {
     const uint64_t seqnum = *event.seqnum;
     const bool was_holding = reorderer_.held() > 0;
-    if (Pending() >= options_.max_pending) {
+    if (drop_when_full && Pending() >= options_.max_pending) {
       Drop(DropReason::kQueueFull, absl::StrCat("SEQNUM=", seqnum, ": ", Pending(), " pending"));
       return;
     }
@@ -532,7 +543,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack) 
       return;
     }
   }
-  if (Pending() >= options_.max_pending) {
+  if (drop_when_full && Pending() >= options_.max_pending) {
     Drop(DropReason::kQueueFull, absl::StrCat(EventLabel(event), ": ", Pending(), " pending"));
     return;
   }
@@ -724,6 +735,7 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
     LogError("scheduler: %s", finished.ToString());
   }
   Pump();
+  if (netlink_waiting_for_room_ && Pending() < options_.max_pending) room_.NotifyAll();
   CheckIdle();
 }
 
@@ -874,6 +886,18 @@ Task<void> Daemon::ReceiveNetlink() {
       netlink_receiver_.emplace(*reactor_, netlink_fd_.get(), netlink_ring_);
   bool in_storm = false;
   for (;;) {
+    // At the --max-pending bound, stop reading: the uevents wait in the socket (its receive
+    // buffer is forced large for this), where dropping them would lose them for good. The
+    // receive ring may still fill behind us; those few are taken over the bound on resume.
+    if (Pending() >= options_.max_pending) {
+      ++counters_.netlink_paused;
+      LogDebug("netlink: %d events pending (--max-pending): reading paused", Pending());
+      netlink_waiting_for_room_ = true;
+      do {
+        co_await room_.Wait();
+      } while (Pending() >= options_.max_pending);
+      netlink_waiting_for_room_ = false;
+    }
     absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
     if (!datagram.ok()) {
       if (io::IsSocketOverrun(datagram.status())) {
@@ -910,7 +934,7 @@ Task<void> Daemon::ReceiveNetlink() {
       continue;
     }
     ++counters_.netlink_received;
-    Accept(std::move(*event), std::nullopt, false);
+    Accept(std::move(*event), std::nullopt, false, /*drop_when_full=*/false);
   }
 }
 

@@ -50,7 +50,11 @@ struct DaemonOptions {
   std::string seqnum_file = "/sys/kernel/uevent_seqnum";
   absl::Duration reorder_timeout = absl::Seconds(5);
   size_t children_max = 0;      // 0: 8 + 2 x CPUs
-  size_t max_pending = 100000;  // held + queued + running; beyond it events are dropped
+  // Held + queued + running, about 1 KiB each. At the bound the netlink receiver stops reading
+  // (the uevents wait in the socket's receive buffer, nothing is lost) and events from the
+  // control socket are dropped (queue_full; `send --wait` retransmits). 4,096: a few MiB at
+  // worst on a small board, more than the devices a coldplug announces at once.
+  size_t max_pending = 4096;
   std::string exec_program;     // --exec; empty: no handler
   absl::Duration event_timeout = absl::Seconds(180);
   absl::Duration kill_grace = absl::Seconds(5);
@@ -64,8 +68,13 @@ struct DaemonOptions {
   std::function<void()> on_ready;
   // `settle --for` and `report`.
   std::string record_timeline;           // --record-timeline FILE; empty: memory only
-  size_t timeline_keep = 8192;           // timeline lines kept for `report` (0: none)
+  // Timeline lines kept for `report` (0: none). 4,096 records are ~1,300 events (R/L, S, H
+  // each), ~350 KiB: a small board's coldplug; --timeline-keep or --record-timeline for more.
+  size_t timeline_keep = 4096;
   size_t handled_devices_max = 4096;     // handled events remembered for `settle --for`
+  // io_uring SQ entries (the CQ gets twice as many); 0: the reactor's defaults. Tests make it
+  // tiny to overflow the CQ under load (hidden option --ring-entries).
+  unsigned ring_entries = 0;
   std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
@@ -81,6 +90,7 @@ struct DaemonCounters {
   uint64_t missing_seqnums = 0;   // SEQNUMs given up on
   uint64_t netlink_received = 0;
   uint64_t netlink_overruns = 0;  // ENOBUFS: the kernel dropped uevents
+  uint64_t netlink_paused = 0;    // times the netlink reader waited for --max-pending room
   uint64_t resyncs = 0;           // sysfs re-synchronisations after overruns
   uint64_t resync_events = 0;     // add events synthesized by them
   uint64_t monitor_drops = 0;     // monitor datagrams that could not be queued
@@ -144,7 +154,9 @@ class Daemon : private StepRecorder {
   void HandleControlDatagram(const io::Datagram& datagram);
   void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
   // Takes a validated event from any source. `ack`: who to tell when it is done.
-  void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack);
+  // drop_when_full: drop (queue_full) at --max-pending; the netlink reader bounds itself.
+  void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack,
+              bool drop_when_full = true);
   // Queues every event (moving each out of `events`) and pumps.
   void Release(std::vector<Event>& events, MonoTime now);
   // Queues one released event (the caller pumps); returns its scheduler id. `just_received`:
@@ -248,6 +260,8 @@ class Daemon : private StepRecorder {
   Notifier stop_;         // RequestStop
   Notifier reorder_changed_;
   Notifier idle_;         // nothing held, queued or running
+  Notifier room_;         // pending went below max_pending while the netlink reader waited
+  bool netlink_waiting_for_room_ = false;
   MonoTime started_at_;
 
   // Last members: destroyed first, so no task outlives what it uses.

@@ -221,6 +221,7 @@ absl::Status Reactor::SubmitPending(unsigned wait_for) {
       continue;
     }
     if (ret == -EBUSY || ret == -EAGAIN) {
+      if (ret == -EBUSY) ++cq_overflows_;
       // The CQ is full or overflowed: drain completions (queued for resumption, not lost)
       // so the kernel can post again, then retry.
       Reap();
@@ -324,6 +325,7 @@ void Reactor::Cancel(OpId id) {
 
 size_t Reactor::Reap() {
   size_t reaped = 0;
+  if (io_uring_cq_has_overflow(&ring_)) ++cq_overflows_;
   for (;;) {
     unsigned head;
     unsigned count = 0;

@@ -173,6 +173,15 @@ class Reactor {
   [[nodiscard]] uint64_t completions_seen() const { return completions_seen_; }
   // Waits that batched (Options::batch_window) since creation (for tests).
   [[nodiscard]] uint64_t batch_waits() const { return batch_waits_; }
+  // Reaps that found completions waiting in the kernel's overflow list because the CQ was full
+  // (IORING_SQ_CQ_OVERFLOW), and io_uring_enter calls refused with EBUSY for the same reason:
+  // each is a full CQ survived, nothing lost.
+  [[nodiscard]] uint64_t cq_overflows() const { return cq_overflows_; }
+  // Completions the kernel dropped (the ring's overflow counter: only when it could not even
+  // allocate an overflow entry). Should stay 0: anything else is a lost operation.
+  [[nodiscard]] uint64_t cq_lost() const {
+    return ring_.cq.koverflow != nullptr ? IO_URING_READ_ONCE(*ring_.cq.koverflow) : 0;
+  }
 
  private:
   explicit Reactor(const Features& features) : features_(features) {}
@@ -204,6 +213,7 @@ class Reactor {
   bool batching_ = false;             // batch_window set and the ring has DEFER_TASKRUN
   __kernel_timespec batch_window_{};
   uint64_t batch_waits_ = 0;
+  uint64_t cq_overflows_ = 0;
   bool busy_ = false;       // the last round reaped kBusyCompletions, all batchable
   bool round_unbatchable_ = false;  // this round dispatched a completion of an unbatchable op
 };
