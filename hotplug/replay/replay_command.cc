@@ -393,7 +393,10 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
   const std::string socket = absl::StrCat("@hotring-replay-", ::getpid(), "-", NewCookie());
   std::vector<std::string> argv = {self, "daemon", "--socket", socket, "--no-netlink",
                                    "--seqnum-file", "", "--sysfs-root", work + "/sys",
-                                   "--dev-root", work + "/dev", "--probe-dev-root", work + "/dev",
+                                   // Nodes as placeholders: the same as root and unprivileged,
+                                   // and no real node of this machine's devices in the tree.
+                                   "--dev-root", work + "/dev", "--dev-root-placeholders",
+                                   "--probe-dev-root", work + "/dev",
                                    "--users-root", work + "/users", "--rules-shell", rules_shell,
                                    "--config", config,
                                    // One event at a time: the manifest's order of module loads
@@ -441,7 +444,7 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
     const std::string exit = daemon.Stop(absl::Seconds(30));
     if (exit != "exit 0") manifest.problems.push_back(absl::StrCat("daemon ", exit));
   }
-  HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev"));
+  HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev", {::geteuid(), ::getegid()}));
   if (!o.modules_root.empty()) {
     absl::StatusOr<std::string> log = ReadWholeFile(modules_log, 16 << 20);
     if (log.ok()) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/rules/node_placeholder.h"
 #include "hotplug/sysfs.h"
 
 namespace hotring::hotplug::replay {
@@ -270,7 +271,7 @@ absl::Status BuildUsersRoot(const Recording& recording, const std::string& root)
   return WriteWholeFile(root + "/etc/group", text(recording.group, "root:x:0:\n"));
 }
 
-absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root) {
+absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root, ListOwner self) {
   std::vector<DevEntry> out;
   // (relative directory, depth) still to list.
   std::vector<std::pair<std::string, int>> pending = {{"", 0}};
@@ -292,6 +293,11 @@ absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root) {
       const std::string full = absl::StrCat(root, "/", e.path);
       struct stat st {};
       if (::lstat(full.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("lstat(", full, ")"));
+      // A placeholder's owner is the planned one, never ours: only lstat's ids are ours.
+      if (!rules::StatAsNode(::dirfd(dir.get()), entry->d_name, st)) {
+        if (st.st_uid == self.uid) st.st_uid = 0;
+        if (st.st_gid == self.gid) st.st_gid = 0;
+      }
       e.uid = st.st_uid;
       e.gid = st.st_gid;
       e.mode = st.st_mode & 07777;

@@ -5,6 +5,7 @@
 #define HOTRING_HOTPLUG_REPLAY_TREE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,18 @@ absl::Status BuildSysfs(const Recording& recording, const std::string& root);
 // has none), for `daemon --users-root`.
 absl::Status BuildUsersRoot(const Recording& recording, const std::string& root);
 
+// Whose entries a listing shows as root's.
+struct ListOwner {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 // Every entry under `root` (not `root` itself), lstat'ed, at most 100,000 entries and 32 levels.
-absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root);
+// A node placeholder (hotplug/rules/node_placeholder.h) is listed as the node it stands for.
+// An owner id equal to `self`'s (the replay's own: directories the daemon made, files its
+// commands wrote) is listed as 0, as on the board, where the daemon runs as root: so the
+// listing is the same whoever replays.
+absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root, ListOwner self);
 
 }  // namespace hotring::hotplug::replay
 
