@@ -51,6 +51,15 @@ struct Recording {
   std::vector<RecordedEvent> events;        // in the order to replay them
 };
 
+// One FIRMWARE request among a recording's events: an `add` event naming a firmware file.
+struct FirmwareRequest {
+  std::string devpath;  // where the kernel's `loading` and `data` files are
+  std::string name;     // FIRMWARE, relative to the firmware directory
+};
+
+// The recording's firmware requests, in event order.
+[[nodiscard]] std::vector<FirmwareRequest> FirmwareRequests(const Recording& recording);
+
 // The text form; FormatRecording(ParseRecording(t)) == t for text FormatRecording made.
 [[nodiscard]] std::string FormatRecording(const Recording& recording);
 // InvalidArgument "LINE: what" for anything that is not a well-formed recording, including

@@ -60,6 +60,8 @@ constexpr absl::string_view kReplayUsage =
     "  manifest: every dev entry, every module load, every command run (docs/recording.md).\n"
     "  --config FILE        mdev.conf (default: none, every node root:root 0660)\n"
     "  --modules-root DIR   DIR/lib/modules/<recorded kernel>/ for MODALIAS (default: no modules)\n"
+    "  --firmware-root DIR  the board's /lib/firmware, for FIRMWARE requests (default: none, so\n"
+    "                       every request is listed as missing)\n"
     "  --exec PROGRAM       run PROGRAM SUBSYSTEM for every event (repeatable: in order)\n"
     "  --out FILE           write the manifest to FILE (default: stdout unless --golden)\n"
     "  --golden FILE        compare with FILE: print a diff and exit 1 when they differ\n"
@@ -192,6 +194,7 @@ struct ReplayOptions {
   std::string recording;
   std::string config;
   std::string modules_root;
+  std::string firmware_root;
   std::vector<std::string> exec;
   std::string out;
   std::string golden;
@@ -214,6 +217,8 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
       HOTRING_ASSIGN_OR_RETURN(o.config, flags.String());
     } else if (f == "--modules-root") {
       HOTRING_ASSIGN_OR_RETURN(o.modules_root, flags.String());
+    } else if (f == "--firmware-root") {
+      HOTRING_ASSIGN_OR_RETURN(o.firmware_root, flags.String());
     } else if (f == "--exec") {
       HOTRING_ASSIGN_OR_RETURN(std::string program, flags.String());
       o.exec.push_back(std::move(program));
@@ -234,7 +239,7 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
   }
   if (o.recording.empty()) return flags.Error("which recording? (hotring replay --help)");
   if (o.update && o.golden.empty()) return flags.Error("--update needs --golden FILE");
-  for (std::string* path : {&o.config, &o.modules_root}) {
+  for (std::string* path : {&o.config, &o.modules_root, &o.firmware_root}) {
     if (path->empty()) continue;
     HOTRING_ASSIGN_OR_RETURN(*path, Absolute(*path));
   }
@@ -402,7 +407,10 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
                                    // One event at a time: the manifest's order of module loads
                                    // and commands is then the same on every run.
                                    "--children-max", "1", "--reorder-timeout", "1",
-                                   "--firmware-root", work + "/firmware", "--log-level", "info"};
+                                   // No directory: every request is answered "missing".
+                                   "--firmware-root",
+                                   o.firmware_root.empty() ? work + "/firmware" : o.firmware_root,
+                                   "--log-level", "info"};
   uint64_t first_seqnum = UINT64_MAX;
   for (const RecordedEvent& env : recording.events) {
     for (const auto& [key, value] : env) {
@@ -445,6 +453,10 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
     if (exit != "exit 0") manifest.problems.push_back(absl::StrCat("daemon ", exit));
   }
   HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev", {::geteuid(), ::getegid()}));
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    HOTRING_ASSIGN_OR_RETURN(std::string outcome, FirmwareOutcomeIn(work + "/sys", request));
+    manifest.firmware.emplace_back(request.name, std::move(outcome));
+  }
   if (!o.modules_root.empty()) {
     absl::StatusOr<std::string> log = ReadWholeFile(modules_log, 16 << 20);
     if (log.ok()) {

@@ -255,7 +255,29 @@ absl::Status BuildSysfs(const Recording& recording, const std::string& root) {
       HOTRING_RETURN_IF_ERROR(Link(RelativeTarget(d.devpath, d.driver), dir + "/driver"));
     }
   }
+  // Without `loading` the daemon's loader waits for it (30 tries, a second apart), as it must
+  // on a board where the kernel makes it a moment after the event.
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    const std::string dir = root + request.devpath;
+    HOTRING_RETURN_IF_ERROR(MakeDirs(dir));
+    for (const char* name : {"/loading", "/data"}) {
+      HOTRING_RETURN_IF_ERROR(WriteWholeFile(dir + name, ""));
+    }
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FirmwareOutcomeIn(const std::string& root,
+                                              const FirmwareRequest& request) {
+  const absl::StatusOr<std::string> text =
+      ReadWholeFile(absl::StrCat(root, request.devpath, "/loading"), 64);
+  if (!text.ok()) return text.status();
+  // The loader writes into one open file: "1" then "0" (or "-1"), or "-1" alone.
+  const absl::string_view loading = *text;
+  if (loading == "10") return std::string("found");
+  if (loading == "-1") return std::string("missing");
+  if (loading == "1-1") return std::string("failed");
+  return std::string("unanswered");
 }
 
 absl::Status BuildUsersRoot(const Recording& recording, const std::string& root) {

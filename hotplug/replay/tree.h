@@ -43,8 +43,15 @@ absl::StatusOr<RecordResult> RecordMachine(const RecordOptions& options);
 
 // Makes `root` (an existing empty directory) a sysfs tree holding the recording's devices:
 // their directories and attribute files, `subsystem` links into class/ or bus/, the class and
-// bus links back, and `driver` links.
+// bus links back, and `driver` links; and for each firmware request the kernel's empty
+// `loading` and `data` files under its DEVPATH, where the daemon's loader writes.
 absl::Status BuildSysfs(const Recording& recording, const std::string& root);
+
+// What the daemon did with a firmware request, read from the `loading` file BuildSysfs made
+// (what it wrote there: "1", the data, "0" when it copied the file; "-1" when it found none):
+// "found", "missing", "failed" (found, but the copy failed) or "unanswered".
+absl::StatusOr<std::string> FirmwareOutcomeIn(const std::string& root,
+                                              const FirmwareRequest& request);
 
 // Writes ROOT/etc/passwd and ROOT/etc/group from the recording (a root-only database when it
 // has none), for `daemon --users-root`.
