@@ -23,6 +23,8 @@ inline constexpr size_t kMaxRecordedDevices = 100'000;
 inline constexpr size_t kMaxRecordedEvents = 100'000;
 inline constexpr size_t kMaxAttributeBytes = 8192;
 inline constexpr size_t kMaxDeviceAttributes = 16;
+// A firmware file a replay serves (the largest in linux-firmware are a few tens of MiB).
+inline constexpr size_t kMaxFirmwareBytes = 256 * 1024 * 1024;
 
 // How a device's `subsystem` link is reached: /sys/class/NAME or /sys/bus/NAME.
 enum class SubsystemKind { kNone, kClass, kBus };

@@ -381,6 +381,9 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
   }
   HOTRING_RETURN_IF_ERROR(BuildSysfs(recording, work + "/sys"));
   HOTRING_RETURN_IF_ERROR(BuildUsersRoot(recording, work + "/users"));
+  if (!o.firmware_root.empty()) {
+    HOTRING_RETURN_IF_ERROR(StageFirmware(recording, o.firmware_root, work + "/firmware"));
+  }
   const std::string runs = work + "/runs";
   // The daemon runs rule commands and --exec programs through these wrappers, which record
   // each run (argv, environment, exit status) and then do what the daemon asked.
@@ -407,10 +410,9 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
                                    // One event at a time: the manifest's order of module loads
                                    // and commands is then the same on every run.
                                    "--children-max", "1", "--reorder-timeout", "1",
-                                   // No directory: every request is answered "missing".
-                                   "--firmware-root",
-                                   o.firmware_root.empty() ? work + "/firmware" : o.firmware_root,
-                                   "--log-level", "info"};
+                                   // Only the requested files, copied there (StageFirmware);
+                                   // none: every request is answered "missing".
+                                   "--firmware-root", work + "/firmware", "--log-level", "info"};
   uint64_t first_seqnum = UINT64_MAX;
   for (const RecordedEvent& env : recording.events) {
     for (const auto& [key, value] : env) {

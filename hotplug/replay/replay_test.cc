@@ -176,7 +176,9 @@ TEST_F(ReplayTest, GoldenComparisonShowsARuleChangeAsADiff) {
 TEST_F(ReplayTest, FirmwareIsServedFromTheFirmwareRoot) {
   ASSERT_EQ(::mkdir((dir_ + "/firmware").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((dir_ + "/firmware/brcm").c_str(), 0755), 0);
-  ASSERT_TRUE(WriteWholeFile(dir_ + "/firmware/brcm/fw.bin", "FIRMWARE-BYTES").ok());
+  // As in Bazel's runfiles: the file is a symlink out of the directory given to the replay.
+  ASSERT_TRUE(WriteWholeFile(dir_ + "/fw.bin", "FIRMWARE-BYTES").ok());
+  ASSERT_EQ(::symlink((dir_ + "/fw.bin").c_str(), (dir_ + "/firmware/brcm/fw.bin").c_str()), 0);
   const std::string work = dir_ + "/work";
   absl::StatusOr<testing::CommandResult> r =
       Replay({"--firmware-root", dir_ + "/firmware", "--keep-work", work});

@@ -267,6 +267,30 @@ absl::Status BuildSysfs(const Recording& recording, const std::string& root) {
   return absl::OkStatus();
 }
 
+absl::Status StageFirmware(const Recording& recording, const std::string& from,
+                           const std::string& to) {
+  HOTRING_RETURN_IF_ERROR(MakeDirs(to));
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    const absl::string_view name = request.name;
+    bool safe = !absl::StartsWith(name, "/");
+    for (const absl::string_view part : absl::StrSplit(name, '/')) {
+      safe = safe && !part.empty() && part != "." && part != "..";
+    }
+    if (!safe) continue;
+    absl::StatusOr<std::string> content =
+        ReadWholeFile(absl::StrCat(from, "/", name), kMaxFirmwareBytes);
+    if (!content.ok()) {
+      // Unreadable (missing, a directory) is what the daemon would answer "missing" to.
+      if (absl::IsOutOfRange(content.status())) return content.status();
+      continue;
+    }
+    const std::string path = absl::StrCat(to, "/", name);
+    HOTRING_RETURN_IF_ERROR(MakeDirs(path.substr(0, path.rfind('/'))));
+    HOTRING_RETURN_IF_ERROR(WriteWholeFile(path, *content));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> FirmwareOutcomeIn(const std::string& root,
                                               const FirmwareRequest& request) {
   const absl::StatusOr<std::string> text =

@@ -47,6 +47,15 @@ absl::StatusOr<RecordResult> RecordMachine(const RecordOptions& options);
 // `loading` and `data` files under its DEVPATH, where the daemon's loader writes.
 absl::Status BuildSysfs(const Recording& recording, const std::string& root);
 
+// Copies the files the recording's firmware requests name from `from` (the board's
+// /lib/firmware, given to the replay) into `to`, following symlinks: Bazel's runfiles are
+// symlinks out of the tree, which the daemon's loader rightly refuses to follow. A name that
+// is missing or unreadable is left out (the request is then answered "missing"); a name with an empty, "."
+// or ".." component, or an absolute one, is never looked up (the daemon refuses it too).
+// OutOfRange for a file over kMaxFirmwareBytes.
+absl::Status StageFirmware(const Recording& recording, const std::string& from,
+                           const std::string& to);
+
 // What the daemon did with a firmware request, read from the `loading` file BuildSysfs made
 // (what it wrote there: "1", the data, "0" when it copied the file; "-1" when it found none):
 // "found", "missing", "failed" (found, but the copy failed) or "unanswered".
