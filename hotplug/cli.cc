@@ -39,6 +39,8 @@ constexpr absl::string_view kDaemonUsage =
     "  --config FILE              mdev.conf rules, then FILE.d/*.conf (default /etc/mdev.conf;\n"
     "                             missing: root:root 0660 for every node); enables rules\n"
     "  --dev-root DIR             where rules make nodes and links (default /dev); enables rules\n"
+    "  --dev-root-placeholders    a regular file saying which node it stands for instead of\n"
+    "                             each device node: no mknod, no privilege (replay uses it)\n"
     "  --firmware-root DIR        firmware for FIRMWARE events (default /lib/firmware)\n"
     "  --users-root DIR           owner names from DIR/etc/passwd and DIR/etc/group (default /)\n"
     "  --rules-shell PROGRAM      runs rule commands instead of /bin/sh (replay records them)\n"
@@ -116,6 +118,9 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--dev-root") {
         HOTRING_ASSIGN_OR_RETURN(rules_options.dev_root, flags.String());
         rules_enabled = true;
+      } else if (f == "--dev-root-placeholders") {
+        HOTRING_RETURN_IF_ERROR(flags.NoValue());
+        rules_options.nodes = rules::DevNodes::kPlaceholders;
       } else if (f == "--firmware-root") {
         HOTRING_ASSIGN_OR_RETURN(rules_options.firmware_root, flags.String());
       } else if (f == "--users-root") {

@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
+#include "hotplug/daemon_child.h"
 
 extern char** environ;
 
@@ -166,60 +168,35 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
     HOTRING_ASSIGN_OR_RETURN(const std::string dir, MakeTempDir("hotring_daemon"));
     options.log_path = dir + "/daemon.log";
   }
-  // The daemon says when it serves (--ready-fd): a newline on this pipe, or end of file when
-  // it gave up. No polling of its socket.
-  int ready_pipe[2];
-  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
-  const int ready_read = ready_pipe[0];
-  const int ready_write = ready_pipe[1];
   std::vector<std::string> args = options.command_prefix;
   for (std::string arg : {HotringBinary(), std::string("daemon"), std::string("--socket"),
-                          options.socket, std::string("--ready-fd"), absl::StrCat(ready_write)}) {
+                          options.socket}) {
     args.push_back(std::move(arg));
   }
   if (!options.netlink) args.push_back("--no-netlink");
   if (!options.modules) args.push_back("--no-modules");
   args.insert(args.end(), options.args.begin(), options.args.end());
-  std::vector<char*> cargs = CStrings(args);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(ready_read);
-    ::close(ready_write);
-    return ErrnoStatus("fork");
-  }
-  if (pid == 0) {
-    const int log = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    const int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    ::fcntl(ready_write, F_SETFD, 0);  // the one descriptor the daemon inherits on purpose
-    ::execv(cargs[0], cargs.data());
-    ::_exit(127);
-  }
-  ::close(ready_write);  // the daemon's copy is the only one: its exit reads as end of file
-  DaemonProcess daemon(pid, options.socket, options.log_path);
-  pollfd ready{ready_read, POLLIN, 0};
-  int polled;
-  do {
-    polled = ::poll(&ready, 1, 20'000);
-  } while (polled < 0 && errno == EINTR);
-  char byte = 0;
-  const ssize_t n = polled > 0 ? ::read(ready_read, &byte, 1) : -1;
-  ::close(ready_read);
-  if (n == 1 && byte == '\n') return daemon;
-  if (polled == 0) {
-    return absl::DeadlineExceededError(absl::StrCat("daemon not ready after 20 s: ", daemon.Log()));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  daemon.pid_ = -1;
-  return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status),
-                                          " before it was ready: ", daemon.Log()));
+  const UniqueFd log(
+      ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!log.valid()) return ErrnoStatus(absl::StrCat("open(", options.log_path, ")"));
+  const UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return ErrnoStatus("open(/dev/null)");
+  // The daemon says when it serves (--ready-fd): no polling of its socket.
+  const std::string program = args[0];
+  HOTRING_ASSIGN_OR_RETURN(hotplug::DaemonChild child,
+                           hotplug::DaemonChild::Start({.program = program,
+                                                        .argv = std::move(args),
+                                                        .stdin_fd = in.get(),
+                                                        .stdout_fd = log.get(),
+                                                        .stderr_fd = log.get()}));
+  DaemonProcess daemon(std::move(child), options.socket, options.log_path);
+  const absl::Status ready = daemon.child_.WaitReady(absl::Seconds(20));
+  if (ready.ok()) return daemon;
+  return absl::Status(ready.code(), absl::StrCat(ready.message(), ": ", daemon.Log()));
 }
 
 DaemonProcess::DaemonProcess(DaemonProcess&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)),
+    : child_(std::move(other.child_)),
       socket_(std::move(other.socket_)),
       log_path_(std::move(other.log_path_)) {}
 
@@ -253,26 +230,19 @@ absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
 }
 
 absl::Status DaemonProcess::Stop(absl::Duration timeout) {
-  if (pid_ <= 0) return absl::FailedPreconditionError("daemon not running");
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  if (!WaitFor(pid_, timeout, &status)) {
+  if (!child_.running()) return absl::FailedPreconditionError("daemon not running");
+  ::kill(child_.pid(), SIGTERM);
+  const std::optional<int> status = child_.WaitExit(timeout);
+  if (!status.has_value()) {
     Kill();
     return absl::DeadlineExceededError("daemon did not stop after SIGTERM");
   }
-  pid_ = -1;
-  if (ExitCode(status) != 0) {
-    return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(status)));
+  if (ExitCode(*status) != 0) {
+    return absl::InternalError(absl::StrCat("daemon exited with ", ExitCode(*status)));
   }
   return absl::OkStatus();
 }
 
-void DaemonProcess::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
+void DaemonProcess::Kill() { child_.Kill(); }
 
 }  // namespace hotring::testing

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "hotplug/daemon_child.h"
 
 namespace hotring::testing {
 
@@ -94,7 +95,7 @@ class DaemonProcess {
   DaemonProcess& operator=(const DaemonProcess&) = delete;
   ~DaemonProcess();
 
-  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] pid_t pid() const { return child_.pid(); }
   [[nodiscard]] const std::string& socket() const { return socket_; }
   [[nodiscard]] const std::string& log_path() const { return log_path_; }
   // The daemon's log so far.
@@ -108,12 +109,12 @@ class DaemonProcess {
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
   // SIGKILL and reap.
   void Kill();
-  [[nodiscard]] bool running() const { return pid_ > 0; }
+  [[nodiscard]] bool running() const { return child_.running(); }
 
  private:
-  DaemonProcess(pid_t pid, std::string socket, std::string log_path)
-      : pid_(pid), socket_(std::move(socket)), log_path_(std::move(log_path)) {}
-  pid_t pid_ = -1;
+  DaemonProcess(hotplug::DaemonChild child, std::string socket, std::string log_path)
+      : child_(std::move(child)), socket_(std::move(socket)), log_path_(std::move(log_path)) {}
+  hotplug::DaemonChild child_;
   std::string socket_;
   std::string log_path_;
 };

@@ -8,6 +8,7 @@
         config = "mdev.conf",
         handlers = ["handler.sh"],      # --exec programs, run in this order for every event
         modules = ":modules",           # files under .../lib/modules/<recorded kernel>/
+        firmware = ":firmware",         # files under .../lib/firmware/ (FIRMWARE requests)
         golden = "board.manifest",
     )
 
@@ -20,7 +21,15 @@ See docs/device-tests.md.
 _HOTRING = Label("//:hotring")
 _RUNNER = Label("//testing:device_test_runner.sh")
 
-def hotring_device_test(name, recording, config, golden, handlers = [], modules = None, **kwargs):
+def hotring_device_test(
+        name,
+        recording,
+        config,
+        golden,
+        handlers = [],
+        modules = None,
+        firmware = None,
+        **kwargs):
     """A test replaying `recording` with `config`, compared with `golden`; and NAME.update.
 
     Args:
@@ -31,6 +40,8 @@ def hotring_device_test(name, recording, config, golden, handlers = [], modules 
       handlers: labels of --exec programs, run one after the other for every event.
       modules: label of a filegroup of a modules tree (files under a `lib/modules/VERSION/`
         directory, VERSION being the recording's kernel); None: no modules are resolved.
+      firmware: label of a filegroup of firmware files under a `lib/firmware/` directory (the
+        board's /lib/firmware); None: every FIRMWARE request is listed as missing.
       **kwargs: passed to the test (tags, size, timeout, ...).
     """
     data = [_HOTRING, recording, config, golden] + handlers
@@ -49,6 +60,9 @@ def hotring_device_test(name, recording, config, golden, handlers = [], modules 
     if modules:
         data.append(modules)
         args += ["--modules", "$(rootpaths %s)" % modules]
+    if firmware:
+        data.append(firmware)
+        args += ["--firmware", "$(rootpaths %s)" % firmware]
     native.sh_test(
         name = name,
         srcs = [_RUNNER],

@@ -9,6 +9,9 @@ absl::StatusOr<std::string> ReplayRecordingText(const ReplaySpec& spec) {
   std::vector<std::string> args = {"replay", spec.recording};
   if (!spec.config.empty()) args.insert(args.end(), {"--config", spec.config});
   if (!spec.modules_root.empty()) args.insert(args.end(), {"--modules-root", spec.modules_root});
+  if (!spec.firmware_root.empty()) {
+    args.insert(args.end(), {"--firmware-root", spec.firmware_root});
+  }
   for (const std::string& program : spec.exec) args.insert(args.end(), {"--exec", program});
   absl::StatusOr<CommandResult> run = RunHotring(args, {}, absl::Minutes(5));
   if (!run.ok()) return run.status();

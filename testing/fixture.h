@@ -37,6 +37,7 @@ struct ReplaySpec {
   std::string recording;
   std::string config;                 // empty: no rules file (root:root 0660 for all nodes)
   std::string modules_root;           // empty: no modules
+  std::string firmware_root;          // the board's /lib/firmware; empty: requests go missing
   std::vector<std::string> exec;      // --exec programs, in order
 };
 

@@ -16,7 +16,8 @@ pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static
 # needs initramfs-tools, udev and libinput-tools: the script installs them, as bench_boot.sh does.
 pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
 # The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
-# user under RLIMIT_NPROC (util-linux is essential in Debian; named so a slim image gets it).
+# user under RLIMIT_NPROC; hotplug/replay:replay_test replays as nobody with setpriv
+# (util-linux is essential in Debian; named so a slim image gets it).
 pkgs="$pkgs util-linux"
 # python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh.
 pkgs="$pkgs python3"

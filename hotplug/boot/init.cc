@@ -39,6 +39,7 @@
 #include "hotplug/boot/boot_cmdline.h"
 #include "hotplug/boot/boot_report.h"
 #include "hotplug/client.h"
+#include "hotplug/daemon_child.h"
 #include "hotplug/trigger.h"
 #include "hotplug/wire.h"
 
@@ -125,93 +126,16 @@ std::vector<std::string> DaemonArgs() {
   return args;
 }
 
-// Owns the running daemon (a child of PID 1, reaped here), asked to exit before switch_root.
-class DaemonChild {
- public:
-  // The daemon gets `--ready-fd 3`, the write end of a pipe whose read end this process keeps:
-  // a newline there means it serves; end of file without one means it failed to start.
-  static absl::StatusOr<DaemonChild> Start(std::vector<std::string> args) {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
-    UniqueFd ready_read(pipe_fds[0]);
-    UniqueFd ready_write(pipe_fds[1]);
-    args.push_back("--ready-fd");
-    args.push_back(absl::StrCat(kReadyFd));
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) return ErrnoStatus("fork");
-    if (pid == 0) {
-      // dup2 clears close-on-exec on the copy; the originals close at exec.
-      if (::dup2(ready_write.get(), kReadyFd) < 0) ::_exit(127);
-      ::execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "hotring init: exec daemon: %s\n", std::strerror(errno));
-      ::_exit(127);
-    }
-    return DaemonChild(pid, std::move(ready_read));
-  }
-  DaemonChild(DaemonChild&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), ready_(std::move(other.ready_)) {}
-
-  // Blocks until the daemon says it serves, fails to start, or `timeout` passes.
-  absl::Status WaitReady(absl::Duration timeout) {
-    if (!ready_.valid()) return absl::OkStatus();
-    pollfd p{.fd = ready_.get(), .events = POLLIN, .revents = 0};
-    const int n = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-    if (n < 0) return ErrnoStatus("poll(ready fd)");
-    if (n == 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the daemon was not ready in ", absl::FormatDuration(timeout)));
-    }
-    char byte = 0;
-    const ssize_t got = ::read(ready_.get(), &byte, 1);
-    ready_.Reset();
-    if (got == 1 && byte == '\n') return absl::OkStatus();
-    HOTRING_RETURN_IF_ERROR(CheckAlive());
-    return absl::InternalError("the daemon closed its ready fd without being ready");
-  }
-  DaemonChild& operator=(DaemonChild&&) = delete;
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  DaemonChild(const DaemonChild&) = delete;
-
-  // The daemon's exit, if it has exited (reaped here).
-  [[nodiscard]] absl::Status CheckAlive() {
-    if (pid_ <= 0) return absl::FailedPreconditionError("the daemon is not running");
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == 0) return absl::OkStatus();
-    pid_ = -1;
-    if (r < 0) return ErrnoStatus("waitpid(daemon)");
-    return absl::InternalError(
-        WIFEXITED(status) ? absl::StrCat("the daemon exited with status ", WEXITSTATUS(status))
-                          : absl::StrCat("the daemon died of signal ", WTERMSIG(status)));
-  }
-
-  // Asks the daemon to exit, then SIGKILLs it after `grace`.
-  void Stop(absl::Duration grace) {
-    if (pid_ <= 0) return;
-    ControlRequest request;
-    request.command = ControlCommand::kExit;
-    (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(2));
-    // Monotonic: the realtime clock may jump here (an RTC or NTP setting it during boot).
-    const MonoTime deadline = MonoNow() + grace;
-    while (MonoNow() < deadline) {
-      if (!CheckAlive().ok()) return;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    Say("hotring init: the daemon did not exit in time; killed");
-    pid_ = -1;
-  }
-
- private:
-  static constexpr int kReadyFd = 3;
-  DaemonChild(pid_t pid, UniqueFd ready) : pid_(pid), ready_(std::move(ready)) {}
-  pid_t pid_;
-  UniqueFd ready_;  // read end of the daemon's --ready-fd pipe, until it has spoken
-};
+// Asks the daemon (a child of PID 1) to exit before switch_root; SIGKILLs it after `grace`.
+void StopDaemon(DaemonChild& daemon, absl::Duration grace) {
+  if (!daemon.running()) return;
+  ControlRequest request;
+  request.command = ControlCommand::kExit;
+  (void)Ask(kDefaultSocket, std::move(request), absl::Seconds(2));
+  if (daemon.WaitExit(grace).has_value()) return;
+  daemon.Kill();
+  Say("hotring init: the daemon did not exit in time; killed");
+}
 
 absl::StatusOr<Fields> Status() {
   ControlRequest request;
@@ -444,7 +368,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
   const BootCmdline cmdline = ParseBootCmdline(text.ok() ? *text : "");
 
-  absl::StatusOr<DaemonChild> daemon = DaemonChild::Start(DaemonArgs());
+  // stdio stays ours (the console); the daemon logs to /dev/kmsg.
+  absl::StatusOr<DaemonChild> daemon =
+      DaemonChild::Start({.program = "/proc/self/exe", .argv = DaemonArgs()});
   if (!daemon.ok()) PowerOff(daemon.status().ToString());
   // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
   if (absl::Status ready = daemon->WaitReady(absl::Seconds(30)); !ready.ok()) {
@@ -503,14 +429,14 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   }
 
   if (cmdline.test || cmdline.root.empty()) {
-    daemon->Stop(absl::Seconds(5));
+    StopDaemon(*daemon, absl::Seconds(5));
     PowerOff(cmdline.test ? "" : "no root= given");
   }
   absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
   if (!root_device.ok()) PowerOff(root_device.status().ToString());
   if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
   // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
-  daemon->Stop(absl::Seconds(5));
+  StopDaemon(*daemon, absl::Seconds(5));
   Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
   const absl::Status switched = SwitchRoot(cmdline);
   PowerOff(switched.ToString());

@@ -190,16 +190,27 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
     bool progress = true;
     while (progress) {
       progress = false;
+      // Serial: a module that needs others queues only once every module before it in the plan
+      // (a valid serial order) is done. Queued as soon as its own needs were done, the pool's
+      // timing would decide which of two branches (kvm -> kvm_amd, edac_mce_amd -> amd64_edac)
+      // queues first: the same boot or replay in another order. Modules that need none still
+      // queue at once, first come first served with other plans'.
+      bool earlier_unfinished = false;
       for (size_t i = 0; i < n; ++i) {
         if (results[i].has_value()) continue;
         if (started[i] != nullptr) {
           if (started[i]->done) {
             finish(i, started[i]->outcome, started[i]->status);
             progress = true;
+          } else {
+            earlier_unfinished = true;
           }
           continue;
         }
+        const bool waits_its_turn = options_.serial && earlier_unfinished;
+        earlier_unfinished = true;  // settled below, or still waiting
         const ModuleToLoad& module = plan.modules[i];
+        if (waits_its_turn && !module.needs.empty()) continue;
         bool ready = true;
         std::optional<size_t> failed_need;
         for (const std::string& need : module.needs) {

@@ -260,6 +260,20 @@ TEST_F(LoaderTest, SerialModeLoadsOneAtATimeInPlanOrder) {
   EXPECT_EQ(loader_->counters().peak_in_flight, 1u);
 }
 
+TEST_F(LoaderTest, SerialModeLoadsDependantsInPlanOrderWhateverFinishesFirst) {
+  Make({.serial = true});
+  kernel_->Gate();
+  // When a finishes, b's need is done but d's is not: b must still wait for its turn after d,
+  // or the order would depend on which of a and c the loads finish first.
+  std::thread releaser = Releaser({"a", "c", "d", "b"}, nullptr);
+  const PlanResult result =
+      Run(Plan("q", {M("a"), M("c"), M("d", {"c"}), M("b", {"a"})}));
+  releaser.join();
+  EXPECT_EQ(result.failures(), 0u);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"a", "c", "d", "b"}));
+  EXPECT_EQ(kernel_->peak_in_flight(), 1u);
+}
+
 TEST_F(LoaderTest, SerialModeAlsoSerialisesAcrossPlans) {
   Make({.serial = true});
   kernel_->Gate();

@@ -92,6 +92,13 @@ std::string FormatManifest(const Manifest& manifest, absl::string_view work_dir)
     for (const std::string& e : env) absl::StrAppend(&out, "  env ", clean(e), "\n");
     absl::StrAppend(&out, "  ", r->status, "\n");
   }
+  // Only when there were any: a manifest of a board without them reads as before.
+  if (!manifest.firmware.empty()) {
+    out += "# firmware requests, in event order: firmware NAME found|missing|failed|unanswered\n";
+    for (const auto& [name, outcome] : manifest.firmware) {
+      absl::StrAppend(&out, "firmware ", clean(name), " ", outcome, "\n");
+    }
+  }
   if (!manifest.problems.empty()) {
     out += "# problems\n";
     std::vector<std::string> problems = manifest.problems;
@@ -181,6 +188,8 @@ absl::StatusOr<Manifest> ParseManifest(absl::string_view text) {
       // The SEQNUM is in the environment too; keep it where FormatManifest reads it from.
       m.runs.push_back(std::move(r));
       run = &m.runs.back();
+    } else if (kw == "firmware" && f.size() == 3) {
+      m.firmware.emplace_back(std::move(f[1]), std::move(f[2]));
     } else if (kw == "problem" && f.size() == 2) {
       m.problems.push_back(std::move(f[1]));
     } else {

@@ -1,12 +1,13 @@
 // Manifest: what a replay produced, as deterministic text (sorted, no times, no pids, no
 // temporary paths): every entry of the dev root, every module load in order, every command run
-// with its environment and exit status. Also the run records the replay's handler wrapper
+// with its environment and exit status, every firmware request and whether it was served. Also the run records the replay's handler wrapper
 // writes, one file per command. Pure: the replay command gathers the data.
 #ifndef HOTRING_HOTPLUG_REPLAY_MANIFEST_H_
 #define HOTRING_HOTPLUG_REPLAY_MANIFEST_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,8 @@ struct Manifest {
   std::vector<DevEntry> dev;            // any order: formatting sorts
   std::vector<std::string> modules;     // formatted lines, in load order
   std::vector<CommandRun> runs;         // any order: formatting sorts by `order`
+  // FIRMWARE requests in event order: (file name, "found" | "missing" | "failed" | "unanswered").
+  std::vector<std::pair<std::string, std::string>> firmware;
   std::vector<std::string> problems;    // what went wrong during the replay, sorted when printed
 };
 

@@ -55,8 +55,11 @@ TEST(Manifest, ParsesBackWhatItFormats) {
   m.modules = {"module ahci kernel/ahci.ko"};
   m.runs.push_back({.kind = "exec", .argv = {"h.sh", "tty"}, .env = {"SEQNUM=3", "A=b c"},
                     .status = "exit 3"});
+  m.firmware = {{"brcm/fw.bin", "found"}, {"missing file.bin", "missing"}};
   m.problems = {"daemon exit 1"};
   const std::string text = FormatManifest(m, "");
+  EXPECT_THAT(text, HasSubstr("\nfirmware brcm/fw.bin found\nfirmware \"missing file.bin\" missing\n"
+                              "# problems\n"));
   absl::StatusOr<Manifest> back = ParseManifest(text);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(FormatManifest(*back, ""), text);
@@ -68,12 +71,17 @@ TEST(Manifest, ParsesBackWhatItFormats) {
   EXPECT_THAT(back->runs[0].argv, ElementsAre("h.sh", "tty"));
   EXPECT_THAT(back->runs[0].env, ElementsAre("A=b c", "SEQNUM=3"));
   EXPECT_EQ(back->runs[0].status, "exit 3");
+  EXPECT_EQ(back->firmware, m.firmware);
   EXPECT_EQ(ParseManifest("x\n").status().message(),
             "1: not a manifest (the first line must be 'hotring-manifest 1')");
   EXPECT_EQ(ParseManifest("hotring-manifest 1\nnode a pipe 1:2 0:0 0600\n").status().message(),
             "2: node type must be char or block");
   EXPECT_EQ(ParseManifest("hotring-manifest 1\n  env A=b\n").status().message(),
             "2: an indented line outside a run");
+}
+
+TEST(Manifest, NoFirmwareSectionWithoutRequests) {
+  EXPECT_THAT(FormatManifest(Manifest{}, ""), ::testing::Not(HasSubstr("firmware")));
 }
 
 TEST(Manifest, ProblemsAreListedLast) {

@@ -222,4 +222,19 @@ absl::StatusOr<Recording> ParseRecording(absl::string_view text) {
   return recording;
 }
 
+std::vector<FirmwareRequest> FirmwareRequests(const Recording& recording) {
+  std::vector<FirmwareRequest> out;
+  for (const RecordedEvent& event : recording.events) {
+    FirmwareRequest request;
+    bool add = false;
+    for (const auto& [key, value] : event) {
+      if (key == "ACTION") add = value == "add";
+      if (key == "DEVPATH") request.devpath = value;
+      if (key == "FIRMWARE") request.name = value;
+    }
+    if (add && !request.name.empty() && !request.devpath.empty()) out.push_back(std::move(request));
+  }
+  return out;
+}
+
 }  // namespace hotring::hotplug::replay

@@ -23,6 +23,8 @@ inline constexpr size_t kMaxRecordedDevices = 100'000;
 inline constexpr size_t kMaxRecordedEvents = 100'000;
 inline constexpr size_t kMaxAttributeBytes = 8192;
 inline constexpr size_t kMaxDeviceAttributes = 16;
+// A firmware file a replay serves (the largest in linux-firmware are a few tens of MiB).
+inline constexpr size_t kMaxFirmwareBytes = 256 * 1024 * 1024;
 
 // How a device's `subsystem` link is reached: /sys/class/NAME or /sys/bus/NAME.
 enum class SubsystemKind { kNone, kClass, kBus };
@@ -50,6 +52,15 @@ struct Recording {
   std::vector<RecordedDevice> devices;      // parents before children
   std::vector<RecordedEvent> events;        // in the order to replay them
 };
+
+// One FIRMWARE request among a recording's events: an `add` event naming a firmware file.
+struct FirmwareRequest {
+  std::string devpath;  // where the kernel's `loading` and `data` files are
+  std::string name;     // FIRMWARE, relative to the firmware directory
+};
+
+// The recording's firmware requests, in event order.
+[[nodiscard]] std::vector<FirmwareRequest> FirmwareRequests(const Recording& recording);
 
 // The text form; FormatRecording(ParseRecording(t)) == t for text FormatRecording made.
 [[nodiscard]] std::string FormatRecording(const Recording& recording);

@@ -2,8 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,6 +22,7 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/client.h"
+#include "hotplug/daemon_child.h"
 #include "hotplug/event_parser.h"
 #include "hotplug/replay/diff.h"
 #include "hotplug/replay/manifest.h"
@@ -60,6 +59,8 @@ constexpr absl::string_view kReplayUsage =
     "  manifest: every dev entry, every module load, every command run (docs/recording.md).\n"
     "  --config FILE        mdev.conf (default: none, every node root:root 0660)\n"
     "  --modules-root DIR   DIR/lib/modules/<recorded kernel>/ for MODALIAS (default: no modules)\n"
+    "  --firmware-root DIR  the board's /lib/firmware, for FIRMWARE requests (default: none, so\n"
+    "                       every request is listed as missing)\n"
     "  --exec PROGRAM       run PROGRAM SUBSYSTEM for every event (repeatable: in order)\n"
     "  --out FILE           write the manifest to FILE (default: stdout unless --golden)\n"
     "  --golden FILE        compare with FILE: print a diff and exit 1 when they differ\n"
@@ -192,6 +193,7 @@ struct ReplayOptions {
   std::string recording;
   std::string config;
   std::string modules_root;
+  std::string firmware_root;
   std::vector<std::string> exec;
   std::string out;
   std::string golden;
@@ -214,6 +216,8 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
       HOTRING_ASSIGN_OR_RETURN(o.config, flags.String());
     } else if (f == "--modules-root") {
       HOTRING_ASSIGN_OR_RETURN(o.modules_root, flags.String());
+    } else if (f == "--firmware-root") {
+      HOTRING_ASSIGN_OR_RETURN(o.firmware_root, flags.String());
     } else if (f == "--exec") {
       HOTRING_ASSIGN_OR_RETURN(std::string program, flags.String());
       o.exec.push_back(std::move(program));
@@ -234,7 +238,7 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
   }
   if (o.recording.empty()) return flags.Error("which recording? (hotring replay --help)");
   if (o.update && o.golden.empty()) return flags.Error("--update needs --golden FILE");
-  for (std::string* path : {&o.config, &o.modules_root}) {
+  for (std::string* path : {&o.config, &o.modules_root, &o.firmware_root}) {
     if (path->empty()) continue;
     HOTRING_ASSIGN_OR_RETURN(*path, Absolute(*path));
   }
@@ -248,86 +252,28 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
   return absl::OkStatus();
 }
 
-// A started `hotring daemon`. Owns the child: destruction SIGKILLs and reaps it.
-class DaemonChild {
- public:
-  static absl::StatusOr<DaemonChild> Start(const std::vector<std::string>& argv,
-                                           const std::string& log_path, absl::Duration timeout) {
-    int ready[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
-    UniqueFd ready_read(ready[0]);
-    UniqueFd ready_write(ready[1]);
-    UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!log.valid()) return ErrnoStatus(absl::StrCat("open(", log_path, ")"));
-    std::vector<std::string> args = argv;
-    args.push_back("--ready-fd");
-    args.push_back("3");
-    std::vector<char*> cargv;
-    for (std::string& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) return ErrnoStatus("fork");
-    if (pid == 0) {
-      const int null = ::open("/dev/null", O_RDWR);
-      if (null >= 0) ::dup2(null, 0), ::dup2(null, 1);
-      ::dup2(log.get(), 2);
-      ::dup2(ready_write.get(), 3);  // dup2 clears O_CLOEXEC on the copy
-      ::execv(cargv[0], cargv.data());
-      ::_exit(127);
-    }
-    DaemonChild child(pid);
-    ready_write.Reset();
-    pollfd p{.fd = ready_read.get(), .events = POLLIN, .revents = 0};
-    const int n = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-    char byte = 0;
-    if (n <= 0 || ::read(ready_read.get(), &byte, 1) != 1) {
-      // It closes the ready fd before it prints why: let it finish (briefly) before reading.
-      pid_t reaped = 0;
-      for (int i = 0; i < 500 && (reaped = ::waitpid(child.pid_, nullptr, WNOHANG)) == 0; ++i) {
-        ::usleep(10'000);
-      }
-      if (reaped == child.pid_) child.pid_ = -1;  // nothing left for the destructor to kill
-      const absl::StatusOr<std::string> text = ReadWholeFile(log_path, 1 << 16);
-      return absl::InternalError(absl::StrCat("the daemon did not start",
-                                              text.ok() ? ": " + *text : std::string()));
-    }
-    return child;
+// Starts the daemon with stdin and stdout on /dev/null and stderr into `log_path`, and waits
+// until it serves; when it does not, the error carries its log.
+absl::StatusOr<DaemonChild> StartDaemon(std::vector<std::string> argv, const std::string& log_path,
+                                        absl::Duration timeout) {
+  const UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!log.valid()) return ErrnoStatus(absl::StrCat("open(", log_path, ")"));
+  const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null.valid()) return ErrnoStatus("open(/dev/null)");
+  const std::string program = argv[0];
+  HOTRING_ASSIGN_OR_RETURN(DaemonChild child,
+                           DaemonChild::Start({.program = program,
+                                               .argv = std::move(argv),
+                                               .stdin_fd = null.get(),
+                                               .stdout_fd = null.get(),
+                                               .stderr_fd = log.get()}));
+  if (const absl::Status ready = child.WaitReady(timeout); !ready.ok()) {
+    const absl::StatusOr<std::string> text = ReadWholeFile(log_path, 1 << 16);
+    return absl::InternalError(absl::StrCat("the daemon did not start (", ready.message(), ")",
+                                            text.ok() ? ": " + *text : std::string()));
   }
-
-  DaemonChild(DaemonChild&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
-  DaemonChild& operator=(DaemonChild&&) = delete;
-  ~DaemonChild() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-
-  // SIGTERM, then waits up to `timeout` for the exit; "exit N" / "signal N".
-  std::string Stop(absl::Duration timeout) {
-    ::kill(pid_, SIGTERM);
-    const absl::Time deadline = absl::Now() + timeout;
-    int wstatus = 0;
-    for (;;) {
-      const pid_t r = ::waitpid(pid_, &wstatus, WNOHANG);
-      if (r == pid_) break;
-      if (absl::Now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &wstatus, 0);
-        break;
-      }
-      ::usleep(2000);
-    }
-    pid_ = -1;
-    if (WIFEXITED(wstatus)) return absl::StrCat("exit ", WEXITSTATUS(wstatus));
-    return absl::StrCat("signal ", WTERMSIG(wstatus));
-  }
-
- private:
-  explicit DaemonChild(pid_t pid) : pid_(pid) {}
-  pid_t pid_ = -1;
-};
+  return child;
+}
 
 std::string ShellQuote(absl::string_view s) { return absl::StrCat("'", s, "'"); }
 
@@ -376,6 +322,9 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
   }
   HOTRING_RETURN_IF_ERROR(BuildSysfs(recording, work + "/sys"));
   HOTRING_RETURN_IF_ERROR(BuildUsersRoot(recording, work + "/users"));
+  if (!o.firmware_root.empty()) {
+    HOTRING_RETURN_IF_ERROR(StageFirmware(recording, o.firmware_root, work + "/firmware"));
+  }
   const std::string runs = work + "/runs";
   // The daemon runs rule commands and --exec programs through these wrappers, which record
   // each run (argv, environment, exit status) and then do what the daemon asked.
@@ -393,12 +342,17 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
   const std::string socket = absl::StrCat("@hotring-replay-", ::getpid(), "-", NewCookie());
   std::vector<std::string> argv = {self, "daemon", "--socket", socket, "--no-netlink",
                                    "--seqnum-file", "", "--sysfs-root", work + "/sys",
-                                   "--dev-root", work + "/dev", "--probe-dev-root", work + "/dev",
+                                   // Nodes as placeholders: the same as root and unprivileged,
+                                   // and no real node of this machine's devices in the tree.
+                                   "--dev-root", work + "/dev", "--dev-root-placeholders",
+                                   "--probe-dev-root", work + "/dev",
                                    "--users-root", work + "/users", "--rules-shell", rules_shell,
                                    "--config", config,
                                    // One event at a time: the manifest's order of module loads
                                    // and commands is then the same on every run.
                                    "--children-max", "1", "--reorder-timeout", "1",
+                                   // Only the requested files, copied there (StageFirmware);
+                                   // none: every request is answered "missing".
                                    "--firmware-root", work + "/firmware", "--log-level", "info"};
   uint64_t first_seqnum = UINT64_MAX;
   for (const RecordedEvent& env : recording.events) {
@@ -432,16 +386,20 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
   Manifest manifest;
   {
     HOTRING_ASSIGN_OR_RETURN(DaemonChild daemon,
-                             DaemonChild::Start(argv, work + "/daemon.log", absl::Seconds(30)));
+                             StartDaemon(argv, work + "/daemon.log", absl::Seconds(30)));
     HOTRING_RETURN_IF_ERROR(SendEvents(socket, recording, o.timeout));
     const absl::Status settled = Settle(socket, o.timeout);
     if (!settled.ok()) {
       manifest.problems.push_back(absl::StrCat("events not handled: ", settled.message()));
     }
-    const std::string exit = daemon.Stop(absl::Seconds(30));
+    const std::string exit = DescribeWaitStatus(daemon.Terminate(absl::Seconds(30)));
     if (exit != "exit 0") manifest.problems.push_back(absl::StrCat("daemon ", exit));
   }
-  HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev"));
+  HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev", {::geteuid(), ::getegid()}));
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    HOTRING_ASSIGN_OR_RETURN(std::string outcome, FirmwareOutcomeIn(work + "/sys", request));
+    manifest.firmware.emplace_back(request.name, std::move(outcome));
+  }
   if (!o.modules_root.empty()) {
     absl::StatusOr<std::string> log = ReadWholeFile(modules_log, 16 << 20);
     if (log.ok()) {

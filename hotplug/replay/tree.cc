@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/rules/node_placeholder.h"
 #include "hotplug/sysfs.h"
 
 namespace hotring::hotplug::replay {
@@ -254,7 +255,53 @@ absl::Status BuildSysfs(const Recording& recording, const std::string& root) {
       HOTRING_RETURN_IF_ERROR(Link(RelativeTarget(d.devpath, d.driver), dir + "/driver"));
     }
   }
+  // Without `loading` the daemon's loader waits for it (30 tries, a second apart), as it must
+  // on a board where the kernel makes it a moment after the event.
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    const std::string dir = root + request.devpath;
+    HOTRING_RETURN_IF_ERROR(MakeDirs(dir));
+    for (const char* name : {"/loading", "/data"}) {
+      HOTRING_RETURN_IF_ERROR(WriteWholeFile(dir + name, ""));
+    }
+  }
   return absl::OkStatus();
+}
+
+absl::Status StageFirmware(const Recording& recording, const std::string& from,
+                           const std::string& to) {
+  HOTRING_RETURN_IF_ERROR(MakeDirs(to));
+  for (const FirmwareRequest& request : FirmwareRequests(recording)) {
+    const absl::string_view name = request.name;
+    bool safe = !absl::StartsWith(name, "/");
+    for (const absl::string_view part : absl::StrSplit(name, '/')) {
+      safe = safe && !part.empty() && part != "." && part != "..";
+    }
+    if (!safe) continue;
+    absl::StatusOr<std::string> content =
+        ReadWholeFile(absl::StrCat(from, "/", name), kMaxFirmwareBytes);
+    if (!content.ok()) {
+      // Unreadable (missing, a directory) is what the daemon would answer "missing" to.
+      if (absl::IsOutOfRange(content.status())) return content.status();
+      continue;
+    }
+    const std::string path = absl::StrCat(to, "/", name);
+    HOTRING_RETURN_IF_ERROR(MakeDirs(path.substr(0, path.rfind('/'))));
+    HOTRING_RETURN_IF_ERROR(WriteWholeFile(path, *content));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FirmwareOutcomeIn(const std::string& root,
+                                              const FirmwareRequest& request) {
+  const absl::StatusOr<std::string> text =
+      ReadWholeFile(absl::StrCat(root, request.devpath, "/loading"), 64);
+  if (!text.ok()) return text.status();
+  // The loader writes into one open file: "1" then "0" (or "-1"), or "-1" alone.
+  const absl::string_view loading = *text;
+  if (loading == "10") return std::string("found");
+  if (loading == "-1") return std::string("missing");
+  if (loading == "1-1") return std::string("failed");
+  return std::string("unanswered");
 }
 
 absl::Status BuildUsersRoot(const Recording& recording, const std::string& root) {
@@ -270,7 +317,7 @@ absl::Status BuildUsersRoot(const Recording& recording, const std::string& root)
   return WriteWholeFile(root + "/etc/group", text(recording.group, "root:x:0:\n"));
 }
 
-absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root) {
+absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root, ListOwner self) {
   std::vector<DevEntry> out;
   // (relative directory, depth) still to list.
   std::vector<std::pair<std::string, int>> pending = {{"", 0}};
@@ -292,6 +339,11 @@ absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root) {
       const std::string full = absl::StrCat(root, "/", e.path);
       struct stat st {};
       if (::lstat(full.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("lstat(", full, ")"));
+      // A placeholder's owner is the planned one, never ours: only lstat's ids are ours.
+      if (!rules::StatAsNode(::dirfd(dir.get()), entry->d_name, st)) {
+        if (st.st_uid == self.uid) st.st_uid = 0;
+        if (st.st_gid == self.gid) st.st_gid = 0;
+      }
       e.uid = st.st_uid;
       e.gid = st.st_gid;
       e.mode = st.st_mode & 07777;

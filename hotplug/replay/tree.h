@@ -5,6 +5,7 @@
 #define HOTRING_HOTPLUG_REPLAY_TREE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,15 +43,41 @@ absl::StatusOr<RecordResult> RecordMachine(const RecordOptions& options);
 
 // Makes `root` (an existing empty directory) a sysfs tree holding the recording's devices:
 // their directories and attribute files, `subsystem` links into class/ or bus/, the class and
-// bus links back, and `driver` links.
+// bus links back, and `driver` links; and for each firmware request the kernel's empty
+// `loading` and `data` files under its DEVPATH, where the daemon's loader writes.
 absl::Status BuildSysfs(const Recording& recording, const std::string& root);
+
+// Copies the files the recording's firmware requests name from `from` (the board's
+// /lib/firmware, given to the replay) into `to`, following symlinks: Bazel's runfiles are
+// symlinks out of the tree, which the daemon's loader rightly refuses to follow. A name that
+// is missing or unreadable is left out (the request is then answered "missing"); a name with an empty, "."
+// or ".." component, or an absolute one, is never looked up (the daemon refuses it too).
+// OutOfRange for a file over kMaxFirmwareBytes.
+absl::Status StageFirmware(const Recording& recording, const std::string& from,
+                           const std::string& to);
+
+// What the daemon did with a firmware request, read from the `loading` file BuildSysfs made
+// (what it wrote there: "1", the data, "0" when it copied the file; "-1" when it found none):
+// "found", "missing", "failed" (found, but the copy failed) or "unanswered".
+absl::StatusOr<std::string> FirmwareOutcomeIn(const std::string& root,
+                                              const FirmwareRequest& request);
 
 // Writes ROOT/etc/passwd and ROOT/etc/group from the recording (a root-only database when it
 // has none), for `daemon --users-root`.
 absl::Status BuildUsersRoot(const Recording& recording, const std::string& root);
 
+// Whose entries a listing shows as root's.
+struct ListOwner {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 // Every entry under `root` (not `root` itself), lstat'ed, at most 100,000 entries and 32 levels.
-absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root);
+// A node placeholder (hotplug/rules/node_placeholder.h) is listed as the node it stands for.
+// An owner id equal to `self`'s (the replay's own: directories the daemon made, files its
+// commands wrote) is listed as 0, as on the board, where the daemon runs as root: so the
+// listing is the same whoever replays.
+absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root, ListOwner self);
 
 }  // namespace hotring::hotplug::replay
 

@@ -118,7 +118,7 @@ TEST(ListDevRoot, ListsEveryEntryWithItsType) {
   ASSERT_EQ(::mkdir((dir + "/disk").c_str(), 0750), 0);
   ASSERT_EQ(::symlink("../sda", (dir + "/disk/root").c_str()), 0);
   ASSERT_TRUE(WriteWholeFile(dir + "/file", "x", 0600).ok());
-  absl::StatusOr<std::vector<DevEntry>> entries = ListDevRoot(dir);
+  absl::StatusOr<std::vector<DevEntry>> entries = ListDevRoot(dir, {::geteuid(), ::getegid()});
   ASSERT_TRUE(entries.ok()) << entries.status();
   std::vector<std::string> seen;
   for (const DevEntry& e : *entries) {
@@ -128,6 +128,33 @@ TEST(ListDevRoot, ListsEveryEntryWithItsType) {
   EXPECT_THAT(seen, UnorderedElementsAre(absl::StrCat("disk 0  ", 0750),
                                          absl::StrCat("disk/root 4 ../sda ", 0777),
                                          absl::StrCat("file 1  ", 0600)));
+}
+
+TEST(ListDevRoot, PlaceholdersAreNodesAndTheReplaysOwnIdsAreRoots) {
+  const std::string dir = TempDir();
+  // The placeholder's owner stays what it says, even when it is the lister's own id.
+  ASSERT_TRUE(WriteWholeFile(dir + "/sda", "hotring-node block 8:0 1234:6 0640\n").ok());
+  ASSERT_TRUE(WriteWholeFile(dir + "/ttyS0", "hotring-node char 4:64 0:5 0620\n").ok());
+  ASSERT_TRUE(WriteWholeFile(dir + "/log", "hotring-node but not quite\n", 0600).ok());
+  ASSERT_EQ(::mkdir((dir + "/disk").c_str(), 0755), 0);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown((dir + "/disk").c_str(), 1234, 1234), 0);
+    ASSERT_EQ(::chown((dir + "/log").c_str(), 4321, 1234), 0);
+  }
+  const ListOwner self = ::geteuid() == 0 ? ListOwner{1234, 1234}
+                                          : ListOwner{::geteuid(), ::getegid()};
+  absl::StatusOr<std::vector<DevEntry>> entries = ListDevRoot(dir, self);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  std::vector<std::string> seen;
+  for (const DevEntry& e : *entries) {
+    seen.push_back(absl::StrCat(e.path, " ", static_cast<int>(e.type), " ", e.major, ":", e.minor,
+                                " ", e.uid, ":", e.gid, " ", absl::StrCat(e.mode)));
+  }
+  const std::string log_owner = ::geteuid() == 0 ? "4321:0" : "0:0";
+  EXPECT_THAT(seen, UnorderedElementsAre(absl::StrCat("sda 3 8:0 1234:6 ", 0640),
+                                         absl::StrCat("ttyS0 2 4:64 0:5 ", 0620),
+                                         absl::StrCat("log 1 0:0 ", log_owner, " ", 0600),
+                                         absl::StrCat("disk 0 0:0 0:0 ", 0755)));
 }
 
 }  // namespace

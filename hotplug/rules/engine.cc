@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "hotplug/rules/node_placeholder.h"
 
 namespace hotring::hotplug::rules {
 namespace {
@@ -151,6 +152,37 @@ bool MakeLink(const DevRoot& root, absl::string_view link, absl::string_view tar
   return false;
 }
 
+// lstat of `leaf` in `dir`; in a placeholder dev root a placeholder reads as its node, so the
+// checks below (a device node? which number? which owner and mode?) hold for both kinds.
+bool StatEntry(const DevRoot& root, int dir, const std::string& leaf, struct stat& st) {
+  if (fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (root.placeholders()) (void)StatAsNode(dir, leaf.c_str(), st);
+  return true;
+}
+
+PlaceholderNode PlaceholderOf(const NodeStep& step) {
+  return {.block = step.block,
+          .major = step.number->major,
+          .minor = step.number->minor,
+          .uid = step.owner.uid,
+          .gid = step.owner.gid,
+          .mode = static_cast<uint32_t>(step.mode & 07777)};
+}
+
+// mknod, or a placeholder already carrying the step's owner and mode. -1 with errno on failure.
+int MakeNodeAt(const DevRoot& root, int dir, const std::string& leaf, const NodeStep& step) {
+  if (!root.placeholders()) {
+    const mode_t type = step.block ? S_IFBLK : S_IFCHR;
+    return mknodat(dir, leaf.c_str(), step.mode | type,
+                   makedev(step.number->major, step.number->minor));
+  }
+  const absl::Status made = WriteNodePlaceholderAt(dir, leaf.c_str(), PlaceholderOf(step),
+                                                   /*exclusive=*/true);
+  if (made.ok()) return 0;
+  errno = StatusErrno(made);
+  return -1;
+}
+
 void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
   const mode_t type = step.block ? S_IFBLK : S_IFCHR;
   const dev_t rdev = makedev(step.number->major, step.number->minor);
@@ -167,31 +199,30 @@ void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
   // under its kernel name: look first. Elsewhere the node is normally missing: mknod first and
   // stat only when something already has the name (EEXIST).
   if (root.devtmpfs() || step.path != step.name) {
-    have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    have = StatEntry(root, dir->get(), leaf, st);
     if (!have && step.path != step.name) {
       // devtmpfs (or an earlier run) made the node under its kernel name: move it.
       std::string name_leaf;
       absl::StatusOr<ParentDir> name_dir = OpenParent(root.fd(), step.name, false, &name_leaf);
       struct stat old;
-      if (name_dir.ok() &&
-          fstatat(name_dir->get(), name_leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+      if (name_dir.ok() && StatEntry(root, name_dir->get(), name_leaf, old) &&
           (old.st_mode & S_IFMT) == type && old.st_rdev == rdev &&
           renameat(name_dir->get(), name_leaf.c_str(), dir->get(), leaf.c_str()) == 0) {
         ++report.renamed;
-        have = fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        have = StatEntry(root, dir->get(), leaf, st);
       }
     }
   }
   bool fresh = false;  // made by the mknod below: ours, a device node, no stat needed
   if (!have) {
-    if (mknodat(dir->get(), leaf.c_str(), step.mode | type, rdev) == 0) {
+    if (MakeNodeAt(root, dir->get(), leaf, step) == 0) {
       ++report.nodes_made;
       fresh = true;
     } else if (errno != EEXIST) {
       report.errors.push_back(
           absl::StrCat("node ", step.path, ": ", ErrnoStatus("mknod").message()));
       return;
-    } else if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    } else if (!StatEntry(root, dir->get(), leaf, st)) {
       report.errors.push_back(
           absl::StrCat("node ", step.path, ": ", ErrnoStatus("stat").message()));
       return;
@@ -205,7 +236,9 @@ void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
   }
   bool mode_right;
   bool owner_right;
-  if (fresh) {
+  if (fresh && root.placeholders()) {
+    mode_right = owner_right = true;  // written with them
+  } else if (fresh) {
     // A fresh node has mode & ~umask and our effective ids, unless its directory decides
     // otherwise (a setgid directory's group, a default ACL instead of the umask): trusted only
     // directly in the dev root, which DevRoot::Open inspected.
@@ -216,7 +249,16 @@ void Create(const DevRoot& root, const NodeStep& step, NodeReport& report) {
     mode_right = (st.st_mode & 07777) == step.mode;
     owner_right = st.st_uid == step.owner.uid && st.st_gid == step.owner.gid;
   }
-  if ((!mode_right && fchmodat(dir->get(), leaf.c_str(), step.mode, 0) != 0) ||
+  if (root.placeholders()) {
+    if (!mode_right || !owner_right) {
+      const absl::Status rewritten = WriteNodePlaceholderAt(dir->get(), leaf.c_str(),
+                                                            PlaceholderOf(step), false);
+      if (!rewritten.ok()) {
+        report.errors.push_back(absl::StrCat("node ", step.path, ": ", rewritten.message()));
+        return;
+      }
+    }
+  } else if ((!mode_right && fchmodat(dir->get(), leaf.c_str(), step.mode, 0) != 0) ||
       (!owner_right && fchownat(dir->get(), leaf.c_str(), step.owner.uid, step.owner.gid,
                                 AT_SYMLINK_NOFOLLOW) != 0)) {
     report.errors.push_back(
@@ -247,7 +289,7 @@ void Remove(const DevRoot& root, const NodeStep& step, NodeReport& report) {
     return;  // ENOENT: nothing to remove (devtmpfs removed it already)
   }
   struct stat st;
-  if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!StatEntry(root, dir->get(), leaf, st)) return;
   if (!IsDeviceNode(st)) {
     report.errors.push_back(absl::StrCat("remove ", step.path, ": not a device node, kept"));
     return;
@@ -427,7 +469,7 @@ absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view li
   return true;
 }
 
-absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
+absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path, DevNodes nodes) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return ErrnoStatus(absl::StrCat("open(", path, ")"));
   struct statfs fs;
@@ -447,7 +489,8 @@ absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path) {
   const ssize_t acl = fgetxattr(fd.get(), "system.posix_acl_default", nullptr, 0);
   const bool no_acl = acl < 0 && (errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP);
   const bool predictable = (st.st_mode & S_ISGID) == 0 && no_acl;
-  return DevRoot(std::move(fd), path, devtmpfs, mask, Owner{geteuid(), getegid()}, predictable);
+  return DevRoot(std::move(fd), path, devtmpfs, nodes == DevNodes::kPlaceholders, mask,
+                 Owner{geteuid(), getegid()}, predictable);
 }
 
 NodeReport ApplyNodes(const DevRoot& root, const EventPlan& plan) {

@@ -87,6 +87,12 @@ struct PlanOptions {
 // absolute, no empty/"."/".." component, no control character, within PATH_MAX/NAME_MAX.
 [[nodiscard]] bool IsSafeRelativePath(absl::string_view path);
 
+// What a dev root holds where a device node goes.
+enum class DevNodes {
+  kReal,          // device nodes (mknod, chown, chmod): a board's /dev
+  kPlaceholders,  // node_placeholder.h files (no privilege, no real device): replays
+};
+
 // The dev root: an open directory every node action is resolved against, component by
 // component with O_NOFOLLOW (a symlinked directory, "..", or an absolute path never leads out
 // of it). Owns the directory fd.
@@ -94,13 +100,16 @@ class DevRoot {
  public:
   // Opens `path` (must be a directory). Detects devtmpfs (statfs says tmpfs, and the mount is
   // devtmpfs in /proc/self/mountinfo when that is readable).
-  static absl::StatusOr<DevRoot> Open(const std::string& path);
+  static absl::StatusOr<DevRoot> Open(const std::string& path, DevNodes nodes = DevNodes::kReal);
 
   [[nodiscard]] int fd() const { return fd_.get(); }
   [[nodiscard]] const std::string& path() const { return path_; }
   // The kernel makes and removes nodes here itself; hotring renames/chowns them instead of
   // creating them (it still creates a node the kernel's is missing).
   [[nodiscard]] bool devtmpfs() const { return devtmpfs_; }
+  // Nodes are placeholders: a placeholder reads as its node, and a node is made, rechowned or
+  // rechmodded by writing one.
+  [[nodiscard]] bool placeholders() const { return placeholders_; }
   // What a node that mknod makes directly in the root starts with, as seen at Open (the process
   // umask is read once there: change it before opening the root, never after): its permission
   // bits are the requested ones minus umask(), its owner is creator().
@@ -110,17 +119,19 @@ class DevRoot {
   [[nodiscard]] bool fresh_nodes_predictable() const { return fresh_nodes_predictable_; }
 
  private:
-  DevRoot(UniqueFd fd, std::string path, bool devtmpfs, mode_t umask, Owner creator,
-          bool fresh_nodes_predictable)
+  DevRoot(UniqueFd fd, std::string path, bool devtmpfs, bool placeholders, mode_t umask,
+          Owner creator, bool fresh_nodes_predictable)
       : fd_(std::move(fd)),
         path_(std::move(path)),
         devtmpfs_(devtmpfs),
+        placeholders_(placeholders),
         umask_(umask),
         creator_(creator),
         fresh_nodes_predictable_(fresh_nodes_predictable) {}
   UniqueFd fd_;
   std::string path_;
   bool devtmpfs_ = false;
+  bool placeholders_ = false;
   mode_t umask_ = 0;
   Owner creator_;
   bool fresh_nodes_predictable_ = false;
@@ -128,7 +139,7 @@ class DevRoot {
 
 // What ApplyNodes did (add these to the status counters).
 struct NodeReport {
-  uint64_t nodes_made = 0;   // mknod succeeded
+  uint64_t nodes_made = 0;   // mknod succeeded (or a placeholder was written)
   uint64_t chowned = 0;      // owner and mode applied
   uint64_t renamed = 0;      // the kernel's node moved to a =/> path
   uint64_t linked = 0;       // symlinks made

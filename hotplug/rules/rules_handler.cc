@@ -52,11 +52,13 @@ absl::StatusOr<std::unique_ptr<RulesHandler>> RulesHandler::Create(Options optio
         absl::StrCat("--dev-root '", options.dev_root, "' must not contain a quote"));
   }
   HOTRING_ASSIGN_OR_RETURN(std::shared_ptr<const RuleSet> rules, LoadConfig(options));
-  HOTRING_ASSIGN_OR_RETURN(DevRoot dev_root, DevRoot::Open(options.dev_root));
+  HOTRING_ASSIGN_OR_RETURN(DevRoot dev_root, DevRoot::Open(options.dev_root, options.nodes));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
   LogNotice("rules: %d rules from %s; dev root %s%s", static_cast<int>(rules->rules().size()),
             DescribeSources(*rules), dev_root.path(),
-            dev_root.devtmpfs() ? " (devtmpfs)" : " (nodes made by hotring)");
+            dev_root.devtmpfs()       ? " (devtmpfs)"
+            : dev_root.placeholders() ? " (node placeholders)"
+                                      : " (nodes made by hotring)");
   return std::unique_ptr<RulesHandler>(new RulesHandler(
       std::move(options), std::move(rules), std::move(dev_root), std::move(spawner)));
 }

@@ -29,6 +29,7 @@ class RulesHandler final : public Handler {
   struct Options {
     ConfigPaths config;               // --config FILE (and FILE.d/*.conf)
     std::string dev_root = "/dev";    // --dev-root DIR
+    DevNodes nodes = DevNodes::kReal;  // --dev-root-placeholders: kPlaceholders
     std::string sysfs_root = "/sys";  // --sysfs-root DIR: `dev` files, firmware loading
     std::string firmware_root = "/lib/firmware";
     std::string users_root = "/";     // where etc/passwd and etc/group are read

@@ -1,7 +1,5 @@
 // The storage handler, run by a replay of the host board: every block device with a node is
 // accepted, the rules make the nodes the project expects.
-#include <unistd.h>
-
 #include "gtest/gtest.h"
 #include "testing/fixture.h"
 
@@ -35,7 +33,9 @@ TEST(StorageHandler, AcceptsEveryBlockDeviceWithANode) {
   ASSERT_NE(vda, nullptr);
   EXPECT_EQ(vda->gid, 6u);  // disk, from the board's /etc/group
   EXPECT_EQ(vda->mode, 0660u);
-  if (::geteuid() == 0) EXPECT_EQ(vda->type, DevEntry::Type::kBlock);
+  // Listed as a block node whoever runs the test (the replay makes placeholders, not nodes).
+  EXPECT_EQ(vda->type, DevEntry::Type::kBlock);
+  EXPECT_EQ(vda->major, 254u);
   // The rule's command ran for the disk, with MDEV naming its node.
   bool disk_command = false;
   for (const CommandRun* run : RunsOf(*m, "rule")) {
