@@ -40,18 +40,25 @@ cd ../..
 # run in a qemu guest with Debian's arm64 kernel (testing/arm/run_arm_tests.sh); ARM_TESTS=0
 # skips it, ARM_TEST_TARGETS="LABEL..." chooses others ("//core/... //io/... //hotplug/..." for
 # all of them: longer than CI should wait under TCG). Its GoogleTest cases count in the
-# closing line.
+# closing line. Opt-in, since each takes minutes of TCG: ARM_ARCHES="aarch64 armhf" runs the
+# same tests on 32-bit ARM too (qemu-system-arm), and ARM_BOOT=1 the boot test on aarch64
+# (run_arm_tests.sh --boot: hotring as /init of an initramfs on qemu's virt machine).
 ARM_TEST_TARGETS=${ARM_TEST_TARGETS:-"//core/... //io/... //hotplug:reorderer_test //hotplug:scheduler_test //hotplug:event_parser_test //hotplug:wire_test //hotplug:spawner_test //hotplug:daemon_test //hotplug:fs_probe_test //hotplug:handler_test //hotplug/rules:engine_test"}
 if [ "${ARM_TESTS:-1}" != 0 ]; then
-  arm_log=$(mktemp)
-  { sh testing/arm/run_arm_tests.sh --arch aarch64 ${ARM_TEST_TARGETS:-}; echo "arm-exit $?"; } 2>&1 | tee "$arm_log"
-  arm_line=$(grep '^arm tests (aarch64): ' "$arm_log" | tail -n 1)
-  arm_passed=$(echo "$arm_line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
-  arm_failed=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
-  passed=$((passed + ${arm_passed:-0}))
-  failed=$((failed + ${arm_failed:-1}))
-  grep -q '^arm-exit 0$' "$arm_log" || status=1
-  rm -f "$arm_log"
+  for arm_arch in ${ARM_ARCHES:-aarch64}; do
+    arm_log=$(mktemp)
+    { sh testing/arm/run_arm_tests.sh --arch "$arm_arch" ${ARM_TEST_TARGETS:-}; echo "arm-exit $?"; } 2>&1 | tee "$arm_log"
+    arm_line=$(grep "^arm tests ($arm_arch): " "$arm_log" | tail -n 1)
+    arm_passed=$(echo "$arm_line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+    arm_failed=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
+    passed=$((passed + ${arm_passed:-0}))
+    failed=$((failed + ${arm_failed:-1}))
+    grep -q '^arm-exit 0$' "$arm_log" || status=1
+    rm -f "$arm_log"
+  done
+fi
+if [ "${ARM_BOOT:-0}" != 0 ]; then
+  sh testing/arm/run_arm_tests.sh --arch aarch64 --boot --timeout 1200 || status=1
 fi
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
   sh testing/run_fuzz.sh || status=1

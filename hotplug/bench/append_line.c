@@ -5,7 +5,8 @@
  * directory of its own logs beside itself.
  *
  * No C library: raw system calls and its own _start, so it is a few kilobytes and its exec is
- * nearly all kernel (no relocations, no TLS or stdio set-up). Builds for x86_64 and aarch64. */
+ * nearly all kernel (no relocations, no TLS or stdio set-up). Builds for x86_64, aarch64 and
+ * 32-bit ARM (EABI). */
 
 #if defined(__x86_64__)
 #define SYS_WRITE 1
@@ -57,8 +58,53 @@ __asm__(
     "  mov x0, sp\n"
     "  bl append_line_main\n"
     "  brk #0\n");
+#elif defined(__arm__) && defined(__ARM_EABI__)
+#define SYS_WRITE 4
+#define SYS_CLOSE 6
+#define SYS_OPENAT 322
+#define SYS_EXIT_GROUP 248
+/* 32-bit: without it the kernel refuses a write that would take the log past 2 GiB. */
+#define O_LARGEFILE_VALUE 0400000
+
+/* The EABI passes the call number in r7, which Thumb code keeps as its frame pointer (the
+ * toolchain builds with -fno-omit-frame-pointer, so r7 cannot be bound to a variable): it is
+ * saved in ip around the call. The kernel returns in r0 and preserves every other register. */
+static long raw_syscall(long n, long a, long b, long c, long d) {
+  register long r0 __asm__("r0") = a;
+  register long r1 __asm__("r1") = b;
+  register long r2 __asm__("r2") = c;
+  register long r3 __asm__("r3") = d;
+  __asm__ volatile(
+      "mov ip, r7\n"
+      "mov r7, %[n]\n"
+      "svc 0\n"
+      "mov r7, ip"
+      : "+r"(r0)
+      : [n] "r"(n), "r"(r1), "r"(r2), "r"(r3)
+      : "ip", "memory");
+  return r0;
+}
+
+/* ARM state; the linker turns the bl into a blx when append_line_main is Thumb code. The stack
+ * is aligned to the 8 bytes the procedure call standard wants. */
+__asm__(
+    ".text\n"
+    ".arm\n"
+    ".global _start\n"
+    ".type _start, %function\n"
+    "_start:\n"
+    "  mov fp, #0\n"
+    "  mov lr, #0\n"
+    "  mov r0, sp\n"
+    "  bic sp, sp, #7\n"
+    "  bl append_line_main\n"
+    "  udf #0\n");
 #else
-#error "append_line: only x86_64 and aarch64 are supported"
+#error "append_line: only x86_64, aarch64 and 32-bit ARM (EABI) are supported"
+#endif
+
+#ifndef O_LARGEFILE_VALUE
+#define O_LARGEFILE_VALUE 0 /* 64-bit: files are always large */
 #endif
 
 #define AT_FDCWD_VALUE (-100)
@@ -123,7 +169,8 @@ __attribute__((used, noreturn)) void append_line_main(long *stack) {
   line[len++] = '\n';
 
   const long fd = raw_syscall(SYS_OPENAT, AT_FDCWD_VALUE, (long)path,
-                              O_WRONLY_VALUE | O_CREAT_VALUE | O_APPEND_VALUE | O_CLOEXEC_VALUE,
+                              O_WRONLY_VALUE | O_CREAT_VALUE | O_APPEND_VALUE | O_CLOEXEC_VALUE |
+                                  O_LARGEFILE_VALUE,
                               0644);
   if (fd < 0) exit_group(1);
   /* O_APPEND: each line is one write at the end of the file, so handlers running side by side

@@ -63,7 +63,7 @@ class AppendLineTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;
   }
-  void TearDown() override { (void)std::system(absl::StrCat("rm -rf '", dir_, "'").c_str()); }
+  void TearDown() override { (void)!std::system(absl::StrCat("rm -rf '", dir_, "'").c_str()); }
   std::string dir_;
 };
 

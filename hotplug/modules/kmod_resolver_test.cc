@@ -225,7 +225,7 @@ TEST(KmodResolverTest, DependencyWithoutAModuleNameIsSkipped) {
   absl::StatusOr<LoadPlan> nameless = resolver.Resolve("", false);
   ASSERT_TRUE(nameless.ok());
   EXPECT_TRUE(nameless->unmatched());
-  (void)std::system(("rm -rf '" + dir + "'").c_str());
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 // Found by modules_text_fuzz: a hand-written modules.alias whose module is "mo-d" (and one
@@ -250,7 +250,7 @@ TEST(KmodResolverTest, ModuleNamesFromTheAliasIndexAreNormalised) {
   absl::StatusOr<LoadPlan> nameless = resolver.Resolve("nameless", true);
   ASSERT_TRUE(nameless.ok());
   EXPECT_TRUE(nameless->unmatched());
-  (void)std::system(("rm -rf '" + dir + "'").c_str());
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 // The fake tree (our index writer's .bin files) read by kmod itself gives the same answers:

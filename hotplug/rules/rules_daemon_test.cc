@@ -51,7 +51,7 @@ class RulesDaemonTest : public ::testing::Test {
     ASSERT_EQ(mkdir(dev_.c_str(), 0755), 0);
     ASSERT_EQ(mkdir((base_ + "/outside").c_str(), 0755), 0);
   }
-  void TearDown() override { (void)system(absl::StrCat("rm -rf '", base_, "'").c_str()); }
+  void TearDown() override { (void)!system(absl::StrCat("rm -rf '", base_, "'").c_str()); }
 
   void WriteConfig(const std::string& text) { std::ofstream(conf_) << text; }
 

@@ -67,7 +67,7 @@ TEST(DatabaseEntry, FormatsAsSdDeviceAndParsesBack) {
 std::string TempDir(const char* name) {
   const char* t = std::getenv("TEST_TMPDIR");
   const std::string dir = absl::StrCat(t != nullptr ? t : "/tmp", "/", name);
-  std::system(absl::StrCat("rm -rf ", dir).c_str());
+  (void)!std::system(absl::StrCat("rm -rf ", dir).c_str());
   return dir;
 }
 

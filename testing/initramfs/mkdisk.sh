@@ -4,14 +4,16 @@
 # marker program: it prints "hotring-marker: switched to the ext4 root" and powers the guest
 # off. busybox-static is its shell and its poweroff.
 #
-#   mkdisk.sh --out IMAGE
+#   mkdisk.sh --out IMAGE [--busybox FILE]
+# --busybox: another architecture's busybox-static (default /bin/busybox, this machine's).
 set -eu
 # Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
 export PATH="$PATH:/usr/sbin:/sbin"
-out=""
+out="" busybox=/bin/busybox
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
+    --busybox) busybox=$2; shift 2 ;;
     *) echo "mkdisk.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -19,7 +21,7 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/mkdisk.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/sbin" "$work/dev" "$work/proc" "$work/sys" "$work/run" "$work/tmp"
-cp /bin/busybox "$work/bin/busybox"
+cp "$busybox" "$work/bin/busybox"
 ln -s busybox "$work/bin/sh"
 cat >"$work/sbin/init" <<'INIT'
 #!/bin/sh

@@ -6,6 +6,12 @@
 #   mkimage.sh --hotring BIN --out IMAGE [options]
 #     --kernel-version V     modules of /lib/modules/V (default: the newest *-amd64 there)
 #     --modules-root DIR     where lib/modules lives (default /)
+#     --arch aarch64|armhf   hotring is a board's build (bazel --config=ARCH): it is not run on
+#                            this machine (kmod's modprobe resolves the modules; /sbin/modprobe is
+#                            still hotring), and the kernel's modules and busybox are Debian's for
+#                            that architecture (testing/arm/fetch_kernel.sh fetches them) unless
+#                            --modules-root / --kernel-version / --busybox say otherwise
+#     --busybox FILE         the busybox-static of --with-shell (default /bin/busybox)
 #     (module choice, default: the "most" set below, like initramfs-tools' MODULES=most)
 #     --host-only            only what this machine's modaliases resolve to, with dependencies
 #                            and softdeps (like dracut's host-only mode)
@@ -32,12 +38,15 @@ export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd)
 hotring="" out="" version="" modroot=/ mode=most modules="" mdev_conf="$here/mdev.conf"
 with_shell=0 modprobe_handler=0 compress=zstd daemon_args="" init_script="" adds="" more_modules=""
+arch="" busybox=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --hotring) hotring=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --kernel-version) version=$2; shift 2 ;;
     --modules-root) modroot=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
+    --busybox) busybox=$2; shift 2 ;;
     --host-only) mode=host; shift ;;
     --modules) mode=list; modules=$(echo "$2" | tr ',' ' '); shift 2 ;;
     --add-modules) more_modules="$more_modules $(echo "$2" | tr ',' ' ')"; shift 2 ;;
@@ -62,6 +71,13 @@ else
   [ -x "$hotring" ] || { echo "mkimage.sh: $hotring is not executable" >&2; exit 1; }
   file -L "$hotring" | grep -q 'statically linked' || { echo "mkimage.sh: $hotring is not static" >&2; exit 1; }
 fi
+if [ -n "$arch" ]; then
+  # Debian's kernel and busybox for the board; what the caller named wins.
+  eval "$(sh "$here/../arm/fetch_kernel.sh" "$arch" | sed 's/\([a-z_]*\)=/fetched_\1=/g')"
+  [ "$modroot" != / ] || { modroot=$fetched_modroot; [ -n "$version" ] || version=$fetched_version; }
+  [ -n "$busybox" ] || busybox=$fetched_busybox
+fi
+[ -n "$busybox" ] || busybox=/bin/busybox
 [ -n "$version" ] || version=$(ls "$modroot/lib/modules" | grep -- '-amd64$' | sort -V | tail -n 1)
 moddir="$modroot/lib/modules/$version"
 [ -f "$moddir/modules.dep" ] || { echo "mkimage.sh: no modules.dep in $moddir" >&2; exit 1; }
@@ -78,7 +94,12 @@ mkdir -p "$root/bin" "$root/sbin" "$root/etc/hotring" "$root/dev" "$root/proc" "
 # Resolution (aliases, dependencies, softdeps) by hotring's own modprobe when this hotring has
 # one (its options are kmod's), else by kmod's. Resolution only: nothing is loaded here.
 resolver=modprobe
-if [ -n "$hotring" ] && "$hotring" modprobe --help >/dev/null 2>&1; then
+# A board's hotring has the same applets as this tree's host build; it just cannot run here.
+hotring_modprobe=0
+if [ -n "$hotring" ] && [ -n "$arch" ]; then
+  hotring_modprobe=1
+elif [ -n "$hotring" ] && "$hotring" modprobe --help >/dev/null 2>&1; then
+  hotring_modprobe=1
   resolver="$hotring modprobe"
 fi
 
@@ -145,11 +166,11 @@ cp "$mdev_conf" "$root/etc/mdev.conf"
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\ndisk:x:6:\ntty:x:5:\ninput:x:101:\n' >"$root/etc/group"
 printf '%s' "$daemon_args" >"$root/etc/hotring/daemon.args"
-if [ -z "$init_script" ] && "$hotring" modprobe --help >/dev/null 2>&1; then
+if [ -z "$init_script" ] && [ "$hotring_modprobe" = 1 ]; then
   ln -s ../bin/hotring "$root/sbin/modprobe"
 fi
 if [ "$with_shell" = 1 ]; then
-  cp /bin/busybox "$root/bin/busybox"
+  cp "$busybox" "$root/bin/busybox"
   for a in sh ls cat mount umount poweroff mdev find xargs sort uniq awk sleep wc grep tr cut \
     readlink basename head tail; do ln -s busybox "$root/bin/$a"; done
   [ -e "$root/sbin/modprobe" ] || ln -s ../bin/busybox "$root/sbin/modprobe"
