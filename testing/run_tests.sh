@@ -41,7 +41,7 @@ cd ../..
 # skips it, ARM_TEST_TARGETS="LABEL..." chooses others ("//core/... //io/... //hotplug/..." for
 # all of them: longer than CI should wait under TCG). Its GoogleTest cases count in the
 # closing line.
-ARM_TEST_TARGETS=${ARM_TEST_TARGETS:-"//core/... //io/... //hotplug:reorderer_test //hotplug:scheduler_test //hotplug:event_parser_test //hotplug:wire_test //hotplug:spawner_test //hotplug:daemon_test //hotplug:fs_probe_test //hotplug:handler_test //hotplug/rules:engine_test"}
+ARM_TEST_TARGETS=${ARM_TEST_TARGETS:-"//core/... //io/... //hotplug:reorderer_test //hotplug:scheduler_test //hotplug:event_parser_test //hotplug:wire_test //hotplug:daemon_test //hotplug:fs_probe_test //hotplug:handler_test //hotplug/rules:engine_test"}
 if [ "${ARM_TESTS:-1}" != 0 ]; then
   arm_log=$(mktemp)
   { sh testing/arm/run_arm_tests.sh --arch aarch64 ${ARM_TEST_TARGETS:-}; echo "arm-exit $?"; } 2>&1 | tee "$arm_log"

@@ -1,4 +1,4 @@
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@
 
 extern char** environ;
 
-namespace hotring::hotplug {
+namespace hotring::io::process {
 namespace {
 
 // ----------------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ namespace {
 std::string HelperPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  std::string path = "hotplug/spawner_test_helper";
+  std::string path = "io/process/spawner_test_helper";
   if (srcdir != nullptr && workspace != nullptr) {
     path = absl::StrCat(srcdir, "/", workspace, "/", path);
   }
@@ -792,4 +792,4 @@ TEST(SpawnerBench, DISABLED_RunsPerSecond) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug
+}  // namespace hotring::io::process

@@ -1,4 +1,4 @@
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,7 +24,7 @@
 #include "core/status.h"
 #include "core/task_scope.h"
 
-namespace hotring::hotplug {
+namespace hotring::io::process {
 namespace {
 
 // Bytes read from one pipe before the reader yields to the reactor (a flooding child must not
@@ -796,4 +796,4 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
   co_return result;
 }
 
-}  // namespace hotring::hotplug
+}  // namespace hotring::io::process

@@ -3,8 +3,8 @@
 // label, every other descriptor closed, a deadline (SIGTERM, then SIGKILL after a grace period,
 // to the child and its process group), and no zombie left behind on any path, including a
 // dropped task.
-#ifndef HOTRING_HOTPLUG_SPAWNER_H_
-#define HOTRING_HOTPLUG_SPAWNER_H_
+#ifndef HOTRING_IO_PROCESS_SPAWNER_H_
+#define HOTRING_IO_PROCESS_SPAWNER_H_
 
 #include <sys/types.h>
 
@@ -26,7 +26,7 @@
 #include "io/ops.h"
 #include "io/reactor.h"
 
-namespace hotring::hotplug {
+namespace hotring::io::process {
 
 enum class OutputStream { kStdout, kStderr };
 
@@ -210,6 +210,6 @@ class Spawner {
 
 [[nodiscard]] absl::string_view MethodName(Spawner::Method method);
 
-}  // namespace hotring::hotplug
+}  // namespace hotring::io::process
 
-#endif  // HOTRING_HOTPLUG_SPAWNER_H_
+#endif  // HOTRING_IO_PROCESS_SPAWNER_H_
