@@ -73,22 +73,22 @@ absl::StatusOr<std::unique_ptr<ExecHandler>> ExecHandler::Create(Options options
   if (::access(options.program.c_str(), X_OK) != 0) {
     return ErrnoStatus(absl::StrCat("access(", options.program, ", X_OK)"));
   }
-  Spawner::Options spawner_options;
+  io::process::Spawner::Options spawner_options;
   // A handler that complains on every event must not flood a rate-limited kmsg: the first few
   // stderr lines are warnings, later ones info (stdout is info from the start).
   spawner_options.line_sink = [stderr_lines = std::make_shared<uint64_t>(0)](
-                                  const OutputLine& line) {
+                                  const io::process::OutputLine& line) {
     constexpr uint64_t kWarned = 5;
     const absl::string_view mark = line.truncated ? " [truncated]" : "";
-    if (line.stream == OutputStream::kStderr && ++*stderr_lines <= kWarned) {
+    if (line.stream == io::process::OutputStream::kStderr && ++*stderr_lines <= kWarned) {
       LogWarning("%s %s[%d]: %s%s%s", line.label, line.program, line.pid, line.text, mark,
                  *stderr_lines == kWarned ? " (further handler stderr lines: info level)" : "");
     } else {
       LogInfo("%s %s[%d]: %s%s", line.label, line.program, line.pid, line.text, mark);
     }
   };
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner,
-                           Spawner::Create(std::move(spawner_options)));
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
+                           io::process::Spawner::Create(std::move(spawner_options)));
   return std::unique_ptr<ExecHandler>(new ExecHandler(std::move(options), std::move(spawner)));
 }
 
@@ -100,7 +100,7 @@ std::string ExecHandler::Describe(const Event& event) const {
 }
 
 Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event) {
-  SpawnRequest request;
+  io::process::SpawnRequest request;
   request.program = options_.program;
   request.argv = {options_.program, event.subsystem};
   bool has_home = false;
@@ -123,7 +123,8 @@ Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event
     const Event* event;
     ~Forget() { running.erase(event); }
   } forget{running_, &event};
-  absl::StatusOr<SpawnResult> run = co_await spawner_->Run(reactor, std::move(request));
+  absl::StatusOr<io::process::SpawnResult> run =
+      co_await spawner_->Run(reactor, std::move(request));
   HandlerResult result;
   if (!run.ok()) {
     result.outcome = HandlerOutcome::kFailed;

@@ -17,7 +17,7 @@
 #include "core/clock.h"
 #include "core/task.h"
 #include "hotplug/event.h"
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 #include "io/reactor.h"
 
 namespace hotring::hotplug {
@@ -119,10 +119,10 @@ class ExecHandler final : public Handler {
   [[nodiscard]] std::string Describe(const Event& event) const override;
 
  private:
-  ExecHandler(Options options, std::unique_ptr<Spawner> spawner)
+  ExecHandler(Options options, std::unique_ptr<io::process::Spawner> spawner)
       : options_(std::move(options)), spawner_(std::move(spawner)) {}
   Options options_;
-  std::unique_ptr<Spawner> spawner_;
+  std::unique_ptr<io::process::Spawner> spawner_;
   // The child's pid by event (the daemon keeps each running event at a stable address); entries
   // live from the child's start to the end of Handle, also when the handling task is dropped.
   absl::flat_hash_map<const Event*, pid_t> running_;

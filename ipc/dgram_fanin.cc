@@ -18,9 +18,9 @@
 #include "core/status.h"
 #include "core/task_scope.h"
 #include "io/ops.h"
+#include "io/process/child_process.h"
 #include "io/socket.h"
 #include "io/thread_wake.h"
-#include "ipc/child_process.h"
 #include "core/cpu.h"
 #include "core/json.h"
 #include "ipc/ring_ops.h"
@@ -143,21 +143,22 @@ absl::Status CheckFinalDatagram(const Sockets& s) {
 
 // Reads the exchanger's report and reaps it.
 Task<absl::StatusOr<ExchangeReport>> FinishExchanger(io::Reactor& reactor, const Sockets& s,
-                                                     ChildProcess& child) {
+                                                     io::process::ChildProcess& child) {
   io::BufferResult got =
       co_await io::Read(reactor, s.go_parent.get(), io::Buffer(sizeof(ExchangeReport)));
   HOTRING_CO_ASSIGN_OR_RETURN(const io::ExitStatus exit, co_await child.Wait(reactor));
   HOTRING_CO_RETURN_IF_ERROR(got.bytes.status());
   if (*got.bytes != sizeof(ExchangeReport)) {
     co_return absl::InternalError(
-        absl::StrCat("exchanger ended without a report (", DescribeExit(exit), ")"));
+        absl::StrCat("exchanger ended without a report (", io::process::DescribeExit(exit), ")"));
   }
   ExchangeReport report;
   std::memcpy(&report, got.buffer.data(), sizeof(report));
   if (report.error == -1) co_return absl::DataLossError("exchanger: the server got a wrong datagram");
   if (report.error != 0) co_return ErrnoStatus("exchanger", report.error);
   if (!exit.success()) {
-    co_return absl::InternalError(absl::StrCat("exchanger failed (", DescribeExit(exit), ")"));
+    co_return absl::InternalError(
+        absl::StrCat("exchanger failed (", io::process::DescribeExit(exit), ")"));
   }
   co_return report;
 }
@@ -244,9 +245,9 @@ Task<absl::StatusOr<DgramFaninFigure>> RunOnce(io::Reactor& reactor,
   HOTRING_CO_ASSIGN_OR_RETURN(const Sockets sockets, MakeSockets(options, run));
   const std::optional<int> exchanger_cpu =
       options.exchanger_cpu.has_value() ? options.exchanger_cpu : options.cpu;
-  HOTRING_CO_ASSIGN_OR_RETURN(ChildProcess exchanger, ChildProcess::Fork([&] {
-                                return Exchange(sockets, options.messages, exchanger_cpu);
-                              }));
+  HOTRING_CO_ASSIGN_OR_RETURN(
+      io::process::ChildProcess exchanger,
+      io::process::ForkChild([&] { return Exchange(sockets, options.messages, exchanger_cpu); }));
   MonoTime start;
   MonoTime end;
   absl::StatusOr<int> woken = -1;

@@ -20,8 +20,9 @@
 #include "io/ops.h"
 #include "io/reactor.h"
 #include "io/socket.h"
+#include "io/process/child_process.h"
+#include "io/process/spawner.h"
 #include "ipc/bench_cli.h"
-#include "ipc/child_process.h"
 #include "ipc/uds_launcher.h"
 
 namespace hotring::ipc {
@@ -345,10 +346,20 @@ TEST(UdsLaunchTest, FailingChildrenEndTheRunWithTheirStatus) {
   EXPECT_FALSE(PathExists(options.socket));
 }
 
+using io::process::ChildProcess;
+using io::process::DescribeExit;
+
+// Starts this test binary as a bench process, as the launcher does.
+absl::StatusOr<ChildProcess> StartBench(std::vector<std::string> argv) {
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
+                           io::process::Spawner::Create());
+  return spawner->Start(BenchProcessRequest(SelfExe(), std::move(argv)));
+}
+
 TEST(UdsServerProcessTest, SigtermRemovesTheSocketFile) {
   const std::string path = TempPath("uds-server-term.sock");
-  absl::StatusOr<ChildProcess> server = ChildProcess::Spawn(
-      {SelfExe(), {"uds_bench_test", "bench", "uds-server", "--socket", path}, {}});
+  absl::StatusOr<ChildProcess> server =
+      StartBench({"uds_bench_test", "bench", "uds-server", "--socket", path});
   ASSERT_TRUE(server.ok()) << server.status();
   for (int i = 0; i < 500 && !PathExists(path); ++i) absl::SleepFor(absl::Milliseconds(10));
   ASSERT_TRUE(PathExists(path)) << "the server never bound " << path;
@@ -363,16 +374,14 @@ TEST(UdsServerProcessTest, SigtermRemovesTheSocketFile) {
 
 TEST(UdsServerProcessTest, StandaloneServerAndClientTalk) {
   const std::string path = TempPath("uds-standalone.sock");
-  absl::StatusOr<ChildProcess> server = ChildProcess::Spawn(
-      {SelfExe(), {"uds_bench_test", "bench", "uds-server", "--socket", path, "--json"}, {}});
+  absl::StatusOr<ChildProcess> server =
+      StartBench({"uds_bench_test", "bench", "uds-server", "--socket", path, "--json"});
   ASSERT_TRUE(server.ok()) << server.status();
   for (int i = 0; i < 500 && !PathExists(path); ++i) absl::SleepFor(absl::Milliseconds(10));
   ASSERT_TRUE(PathExists(path));
-  absl::StatusOr<ChildProcess> client = ChildProcess::Spawn(
-      {SelfExe(),
-       {"uds_bench_test", "bench", "uds-client", "--socket", path, "--async", "--size", "300",
-        "--loops", "500", "--verify", "--json"},
-       {}});
+  absl::StatusOr<ChildProcess> client =
+      StartBench({"uds_bench_test", "bench", "uds-client", "--socket", path, "--async", "--size",
+                  "300", "--loops", "500", "--verify", "--json"});
   ASSERT_TRUE(client.ok()) << client.status();
   std::unique_ptr<io::Reactor> reactor = MakeReactor();
   absl::StatusOr<std::string> client_out = reactor->BlockOn(client->ReadStdout(*reactor));

@@ -14,13 +14,16 @@
 #include "core/status.h"
 #include "core/task_scope.h"
 #include "io/ops.h"
+#include "io/process/child_process.h"
+#include "io/process/spawner.h"
 #include "io/socket.h"
-#include "ipc/child_process.h"
 #include "core/cpu.h"
 #include "core/json.h"
 
 namespace hotring::ipc {
 namespace {
+
+using io::process::ChildProcess;
 
 // The descriptor number children get for the listening socket and the ready pipe.
 constexpr int kChildFd = 3;
@@ -66,7 +69,7 @@ Task<void> StopOnSignal(io::Reactor& reactor, io::SignalFd* signals,
   const absl::StatusOr<int> signo = co_await signals->Next(reactor);
   if (!signo.ok()) co_return;
   *signal_number = *signo;
-  for (const ChildProcess& child : *children) (void)child.Signal(SIGTERM);
+  for (ChildProcess& child : *children) (void)child.Signal(SIGTERM);
 }
 
 Task<void> KillAtDeadline(io::Reactor& reactor, absl::Duration timeout,
@@ -74,7 +77,7 @@ Task<void> KillAtDeadline(io::Reactor& reactor, absl::Duration timeout,
   const absl::Status slept = co_await io::Sleep(reactor, timeout);
   if (absl::IsCancelled(slept)) co_return;
   *timed_out = true;
-  for (const ChildProcess& child : *children) (void)child.Signal(SIGKILL);
+  for (ChildProcess& child : *children) (void)child.Signal(SIGKILL);
 }
 
 std::string LastLine(absl::string_view text) {
@@ -139,6 +142,9 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
   HOTRING_CO_ASSIGN_OR_RETURN(UniqueFd listener, io::BindUnix(SOCK_SEQPACKET, socket));
   const SocketPathRemover remover(socket);
   if (::listen(listener.get(), 8) != 0) co_return ErrnoStatus("listen");
+  // Only starts the children (a synchronous call); they do not need it afterwards.
+  HOTRING_CO_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
+                              io::process::Spawner::Create());
 
   std::vector<ChildProcess> children;
   children.reserve(3);
@@ -162,7 +168,8 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
   }
   HOTRING_CO_ASSIGN_OR_RETURN(
       ChildProcess server,
-      ChildProcess::Spawn({options.self_exe, server_args, {{listener.get(), kChildFd}}}));
+      spawner->Start(BenchProcessRequest(options.self_exe, server_args,
+                                         {{.parent_fd = listener.get(), .child_fd = kChildFd}})));
   children.push_back(std::move(server));
   outcomes.push_back(ChildOutcome{"uds-server"});
   listener.Reset();  // the server holds it now
@@ -176,9 +183,9 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
     UniqueFd ready_write(ready[1]);
     HOTRING_CO_ASSIGN_OR_RETURN(
         ChildProcess caller,
-        ChildProcess::Spawn({options.self_exe,
-                             ClientArgs(options, socket, options.client_cpu, /*ready_fd=*/true),
-                             {{ready_write.get(), kChildFd}}}));
+        spawner->Start(BenchProcessRequest(
+            options.self_exe, ClientArgs(options, socket, options.client_cpu, /*ready_fd=*/true),
+            {{.parent_fd = ready_write.get(), .child_fd = kChildFd}})));
     children.push_back(std::move(caller));
     outcomes.push_back(ChildOutcome{"uds-client (caller)"});
     ready_write.Reset();
@@ -192,8 +199,8 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
         options.client2_cpu.has_value() ? options.client2_cpu : options.client_cpu;
     HOTRING_CO_ASSIGN_OR_RETURN(
         ChildProcess echo,
-        ChildProcess::Spawn(
-            {options.self_exe, ClientArgs(options, socket, cpu, /*ready_fd=*/false), {}}));
+        spawner->Start(BenchProcessRequest(options.self_exe,
+                                           ClientArgs(options, socket, cpu, /*ready_fd=*/false))));
     children.push_back(std::move(echo));
     outcomes.push_back(ChildOutcome{"uds-client (echo)"});
   }
@@ -228,7 +235,7 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
     }
     if (!outcome.exit->success()) {
       co_return absl::InternalError(
-          absl::StrCat(outcome.name, " failed (", DescribeExit(*outcome.exit), ")"));
+          absl::StrCat(outcome.name, " failed (", io::process::DescribeExit(*outcome.exit), ")"));
     }
   }
 
@@ -267,6 +274,20 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
                         result.echo->role, result.echo->messages, loops));
   }
   co_return result;
+}
+
+io::process::SpawnRequest BenchProcessRequest(std::string exe, std::vector<std::string> argv,
+                                              std::vector<io::process::PassedFd> passed_fds) {
+  io::process::SpawnRequest request;
+  request.program = std::move(exe);
+  request.argv = std::move(argv);
+  request.envp = io::process::InheritedEnvironment();
+  request.stdin_from = io::process::ChildInput::kInherit;
+  request.stdout_to = io::process::ChildOutput::kPipe;
+  request.stderr_to = io::process::ChildOutput::kInherit;
+  request.passed_fds = std::move(passed_fds);
+  request.group = io::process::ProcessGroup::kShared;
+  return request;
 }
 
 std::string FormatUdsLaunchResult(const UdsLaunchResult& r, bool json) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/task.h"
+#include "io/process/spawner.h"
 #include "io/reactor.h"
 #include "io/signals.h"
 #include "ipc/uds_bench.h"
@@ -54,6 +55,12 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
                                                    io::SignalFd* signals, int* signal_number);
 
 std::string FormatUdsLaunchResult(const UdsLaunchResult& result, bool json);
+
+// How a bench process is started: `exe` with `argv` (argv[0] included), this process's
+// environment, stdin and stderr, its stdout piped back (its report), `passed_fds` besides, and
+// in this process's group (a terminal's ^C reaches it along with us).
+io::process::SpawnRequest BenchProcessRequest(std::string exe, std::vector<std::string> argv,
+                                              std::vector<io::process::PassedFd> passed_fds = {});
 
 }  // namespace hotring::ipc
 

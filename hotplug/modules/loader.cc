@@ -147,12 +147,14 @@ size_t PlanResult::failures() const {
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(Options options,
                                                        std::shared_ptr<Kernel> kernel) {
   if (kernel == nullptr) return absl::InvalidArgumentError("modules: loader without a kernel");
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
+                           io::process::Spawner::Create());
   return std::unique_ptr<Loader>(
       new Loader(std::move(options), std::move(kernel), std::move(spawner)));
 }
 
-Loader::Loader(Options options, std::shared_ptr<Kernel> kernel, std::unique_ptr<Spawner> spawner)
+Loader::Loader(Options options, std::shared_ptr<Kernel> kernel,
+               std::unique_ptr<io::process::Spawner> spawner)
     : options_(std::move(options)),
       kernel_(std::move(kernel)),
       spawner_(std::move(spawner)),
@@ -445,7 +447,7 @@ Task<absl::StatusOr<ModuleOutcome>> Loader::RunInstall(io::Reactor& reactor,
     case InstallStep::kRun:
       break;
   }
-  SpawnRequest request;
+  io::process::SpawnRequest request;
   request.program = "/bin/sh";
   request.argv = {"/bin/sh", "-c", command};
   // kmod runs it with system(), in modprobe's environment plus MODPROBE_MODULE.
@@ -454,7 +456,8 @@ Task<absl::StatusOr<ModuleOutcome>> Loader::RunInstall(io::Reactor& reactor,
   request.label = absl::StrCat("modules: install ", module.name);
   request.timeout = options_.install_timeout;
   request.kill_grace = options_.install_kill_grace;
-  absl::StatusOr<SpawnResult> ran = co_await spawner_->Run(reactor, std::move(request));
+  absl::StatusOr<io::process::SpawnResult> ran =
+      co_await spawner_->Run(reactor, std::move(request));
   if (!ran.ok()) co_return ran.status();
   if (ran->timed_out) {
     co_return absl::DeadlineExceededError(absl::StrCat(

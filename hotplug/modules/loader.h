@@ -31,8 +31,8 @@
 #include "core/task_scope.h"
 #include "core/unique_fd.h"
 #include "hotplug/modules/load_plan.h"
-#include "hotplug/spawner.h"
 #include "io/blocking_pool.h"
+#include "io/process/spawner.h"
 #include "io/reactor.h"
 
 namespace hotring::hotplug::modules {
@@ -191,7 +191,8 @@ class Loader {
     absl::Status status;
   };
 
-  Loader(Options options, std::shared_ptr<Kernel> kernel, std::unique_ptr<Spawner> spawner);
+  Loader(Options options, std::shared_ptr<Kernel> kernel,
+         std::unique_ptr<io::process::Spawner> spawner);
   // Joins the load of `module` in flight, or starts one.
   std::shared_ptr<Pending> Start(io::Reactor& reactor, const ModuleToLoad& module);
   Task<void> RunLoad(io::Reactor& reactor, ModuleToLoad module, std::shared_ptr<Pending> pending);
@@ -224,7 +225,7 @@ class Loader {
 
   const Options options_;
   std::shared_ptr<Kernel> kernel_;  // shared with the jobs on the pool
-  std::unique_ptr<Spawner> spawner_;
+  std::unique_ptr<io::process::Spawner> spawner_;
   LoaderCounters counters_;
   std::deque<LoadRecord> records_;
   absl::flat_hash_map<std::string, std::shared_ptr<Pending>> pending_;  // by module name

@@ -53,7 +53,8 @@ absl::StatusOr<std::unique_ptr<RulesHandler>> RulesHandler::Create(Options optio
   }
   HOTRING_ASSIGN_OR_RETURN(std::shared_ptr<const RuleSet> rules, LoadConfig(options));
   HOTRING_ASSIGN_OR_RETURN(DevRoot dev_root, DevRoot::Open(options.dev_root, options.nodes));
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner, Spawner::Create());
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
+                           io::process::Spawner::Create());
   LogNotice("rules: %d rules from %s; dev root %s%s", static_cast<int>(rules->rules().size()),
             DescribeSources(*rules), dev_root.path(),
             dev_root.devtmpfs()       ? " (devtmpfs)"
@@ -123,7 +124,7 @@ Task<HandlerResult> RulesHandler::Handle(io::Reactor& reactor, const Event& even
 
 Task<bool> RulesHandler::RunCommand(io::Reactor& reactor, const Event& event,
                                     const Command& command) {
-  SpawnRequest request;
+  io::process::SpawnRequest request;
   request.program = options_.shell;
   // busybox runs commands from /dev (relative paths in mdev.conf commands mean the dev root).
   // The dev root comes from the command line, never from an event, and has no quote in it.
@@ -142,7 +143,8 @@ Task<bool> RulesHandler::RunCommand(io::Reactor& reactor, const Event& event,
   request.timeout = options_.timeout;
   request.kill_grace = options_.kill_grace;
   ++counters_.commands_run;
-  absl::StatusOr<SpawnResult> run = co_await spawner_->Run(reactor, std::move(request));
+  absl::StatusOr<io::process::SpawnResult> run =
+      co_await spawner_->Run(reactor, std::move(request));
   if (!run.ok()) {
     ++counters_.commands_failed;
     LogWarning("%s %s: command failed to start: %s", EventLabel(event), command.origin,

@@ -19,7 +19,7 @@
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/firmware.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 #include "io/reactor.h"
 
 namespace hotring::hotplug::rules {
@@ -54,7 +54,7 @@ class RulesHandler final : public Handler {
 
  private:
   RulesHandler(Options options, std::shared_ptr<const RuleSet> rules, DevRoot dev_root,
-               std::unique_ptr<Spawner> spawner)
+               std::unique_ptr<io::process::Spawner> spawner)
       : options_(std::move(options)), rules_(std::move(rules)), dev_root_(std::move(dev_root)),
         spawner_(std::move(spawner)) {}
   Task<bool> RunCommand(io::Reactor& reactor, const Event& event, const Command& command);
@@ -80,7 +80,7 @@ class RulesHandler final : public Handler {
   // the rules they started with.
   std::shared_ptr<const RuleSet> rules_;
   DevRoot dev_root_;
-  std::unique_ptr<Spawner> spawner_;
+  std::unique_ptr<io::process::Spawner> spawner_;
   Counters counters_;
 };
 

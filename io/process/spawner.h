@@ -1,10 +1,12 @@
-// Spawner: runs external programs (event handlers) as children owned through a pidfd, with
-// stdin on /dev/null, stdout/stderr captured through pipes and logged line by line under a
-// label, every other descriptor closed, a deadline (SIGTERM, then SIGKILL after a grace period,
-// to the child and its process group), and no zombie left behind on any path, including a
-// dropped task.
-#ifndef HOTRING_HOTPLUG_SPAWNER_H_
-#define HOTRING_HOTPLUG_SPAWNER_H_
+// Spawner: runs external programs (event handlers, rule and install commands, benchmark
+// workers) as children owned through a pidfd (child_process.h), with stdin on /dev/null,
+// stdout/stderr captured through pipes and logged line by line under a label, every other
+// descriptor closed, a deadline (SIGTERM, then SIGKILL after a grace period, to the child and
+// its process group), and no zombie left behind on any path, including a dropped task. A
+// request may instead pass this process's standard streams and chosen descriptors through, and
+// keep the child in this process's group.
+#ifndef HOTRING_IO_PROCESS_SPAWNER_H_
+#define HOTRING_IO_PROCESS_SPAWNER_H_
 
 #include <sys/types.h>
 
@@ -24,9 +26,10 @@
 #include "core/task.h"
 #include "core/unique_fd.h"
 #include "io/ops.h"
+#include "io/process/child_process.h"
 #include "io/reactor.h"
 
-namespace hotring::hotplug {
+namespace hotring::io::process {
 
 enum class OutputStream { kStdout, kStderr };
 
@@ -35,6 +38,25 @@ enum class OutputStream { kStdout, kStderr };
 enum class LeftoverPolicy {
   kKill,  // SIGKILL the child's process group before reaping it (systemd-udevd's behaviour)
   kKeep,  // leave them; only the deadline's signals reach them
+};
+
+// Where a child's stdin comes from.
+enum class ChildInput {
+  kDevNull,  // /dev/null
+  kInherit,  // this process's stdin
+};
+
+// Where a child's stdout or stderr goes.
+enum class ChildOutput {
+  kPipe,     // a pipe whose read end the ChildProcess owns (Run logs it line by line)
+  kInherit,  // this process's stdout or stderr (Run does not see it)
+};
+
+// A descriptor of this process that the child gets under a number of its own. Borrowed: the
+// caller keeps `parent_fd` open until Start returns (the child has its own copy then).
+struct PassedFd {
+  int parent_fd;
+  int child_fd;  // 3 or above: 0-2 are chosen by ChildInput/ChildOutput
 };
 
 // One program to run and the limits of the run. Owns its strings.
@@ -47,7 +69,16 @@ struct SpawnRequest {
   absl::Duration kill_grace = absl::Seconds(5);  // then SIGKILL after this; Infinite: never
   size_t max_line_bytes = 1024;    // longer lines are cut (and counted as truncated)
   size_t max_log_bytes = 64 * 1024;  // per run, both streams; later lines are counted, not logged
+  // With ProcessGroup::kShared there is no group of the child's to kill: leftovers are kept.
   LeftoverPolicy leftovers = LeftoverPolicy::kKill;
+  ChildInput stdin_from = ChildInput::kDevNull;
+  ChildOutput stdout_to = ChildOutput::kPipe;
+  ChildOutput stderr_to = ChildOutput::kPipe;
+  // Besides 0-2, the only descriptors the child has (everything else is closed).
+  std::vector<PassedFd> passed_fds;
+  // kOwn: the child leads a new session (setsid), so signals reach what it leaves behind.
+  // kShared: it stays in this process's group, where a terminal's ^C reaches it too.
+  ProcessGroup group = ProcessGroup::kOwn;
   // Told the child's pid once it runs (so a handler can say what an event waits for).
   std::function<void(pid_t)> on_started;
 };
@@ -103,48 +134,6 @@ class LineSplitter {
   std::string partial_;
   bool truncated_ = false;  // partial_ was cut; skipping to the next '\n'
   bool has_partial_ = false;
-};
-
-// Owns one started child: its pidfd, its process group (the child leads a new session), and
-// the parent's ends of its stdout/stderr pipes. Destroying a child that has not been reaped
-// SIGKILLs its process group and reaps it (blocking, which is short: SIGKILL cannot be caught).
-class ChildProcess {
- public:
-  ChildProcess() = default;
-  ChildProcess(pid_t pid, UniqueFd pidfd, UniqueFd stdout_read, UniqueFd stderr_read)
-      : pid_(pid), pidfd_(std::move(pidfd)), stdout_(std::move(stdout_read)),
-        stderr_(std::move(stderr_read)) {}
-  ChildProcess(ChildProcess&& other) noexcept;
-  ChildProcess& operator=(ChildProcess&& other) noexcept;
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() { KillAndReap(); }
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] int pidfd() const { return pidfd_.get(); }
-  [[nodiscard]] bool reaped() const { return reaped_; }
-  // The parent's (non-blocking, close-on-exec) read ends; empty once taken.
-  [[nodiscard]] UniqueFd TakeStdout() { return std::move(stdout_); }
-  [[nodiscard]] UniqueFd TakeStderr() { return std::move(stderr_); }
-
-  // Sends `sig` to the child (pidfd_send_signal) and to its process group. The group is only
-  // signalled while the child is unreaped: its zombie keeps the group id from being reused.
-  absl::Status Signal(int sig);
-  // Sends `sig` to the process group only (leftovers), while the child is unreaped.
-  absl::Status SignalGroup(int sig);
-  // Reaps the child if it has exited (never blocks); nullopt while it runs.
-  absl::StatusOr<std::optional<io::ExitStatus>> TryReap();
-  // Blocks until the child exits, and reaps it. For benchmarks and synchronous callers.
-  absl::StatusOr<io::ExitStatus> WaitBlocking();
-  // SIGKILL to the group and the child, then a blocking reap. No-op once reaped.
-  void KillAndReap();
-
- private:
-  pid_t pid_ = -1;
-  UniqueFd pidfd_;
-  UniqueFd stdout_;
-  UniqueFd stderr_;
-  bool reaped_ = false;
 };
 
 // Starts children and supervises their runs on a reactor. Owns the small stack the
@@ -210,6 +199,9 @@ class Spawner {
 
 [[nodiscard]] absl::string_view MethodName(Spawner::Method method);
 
-}  // namespace hotring::hotplug
+// This process's environment, as SpawnRequest::envp wants it (for a child that should see it).
+[[nodiscard]] std::vector<std::string> InheritedEnvironment();
 
-#endif  // HOTRING_HOTPLUG_SPAWNER_H_
+}  // namespace hotring::io::process
+
+#endif  // HOTRING_IO_PROCESS_SPAWNER_H_

@@ -1,4 +1,4 @@
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -34,7 +35,7 @@
 
 extern char** environ;
 
-namespace hotring::hotplug {
+namespace hotring::io::process {
 namespace {
 
 // ----------------------------------------------------------------------------------------------
@@ -43,7 +44,7 @@ namespace {
 std::string HelperPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  std::string path = "hotplug/spawner_test_helper";
+  std::string path = "io/process/spawner_test_helper";
   if (srcdir != nullptr && workspace != nullptr) {
     path = absl::StrCat(srcdir, "/", workspace, "/", path);
   }
@@ -123,6 +124,28 @@ bool BecomesDead(pid_t pid, absl::Duration limit = absl::Seconds(10)) {
     ::usleep(10 * 1000);
   }
   return false;
+}
+
+// What /proc/self/fd/FD points to ("/dev/zero", "pipe:[123]"), or "" if it is not open.
+std::string FdTarget(int fd) {
+  char target[256] = {};
+  const ssize_t n =
+      ::readlink(absl::StrCat("/proc/self/fd/", fd).c_str(), target, sizeof(target) - 1);
+  return n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string();
+}
+
+// Process group and session of a running process (fields 5 and 6 of /proc/<pid>/stat).
+std::optional<std::pair<pid_t, pid_t>> GroupAndSession(pid_t pid) {
+  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return std::nullopt;
+  const std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
+  int group = 0, session = 0;
+  if (fields.size() < 4 || !absl::SimpleAtoi(fields[2], &group) ||
+      !absl::SimpleAtoi(fields[3], &session)) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<pid_t>(group), static_cast<pid_t>(session));
 }
 
 pid_t ReadPid(const std::string& path) {
@@ -299,6 +322,50 @@ TEST_P(SpawnerMethodTest, ChildSeesOnlyStandardFds) {
   EXPECT_TRUE(absl::StartsWith(fds[1], "1 pipe:[")) << fds[1];
   EXPECT_TRUE(absl::StartsWith(fds[2], "2 pipe:[")) << fds[2];
   EXPECT_NE(fds[1].substr(2), fds[2].substr(2));  // stdout and stderr are separate pipes
+}
+
+TEST_P(SpawnerMethodTest, PassedDescriptorsArriveUnderTheirNumbersAndNothingElse) {
+  // Two descriptors swapped (each one's number is the other's target), and one passed first
+  // onto the number after the lowest free one, where a copy made without care would land: no
+  // dup3 in the child may overwrite a source it still needs.
+  UniqueFd zero(::open("/dev/zero", O_RDONLY | O_CLOEXEC));
+  UniqueFd full(::open("/dev/full", O_WRONLY | O_CLOEXEC));
+  UniqueFd random(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(zero && full && random);
+  ASSERT_EQ(::dup3(zero.get(), 50, O_CLOEXEC), 50);
+  ASSERT_EQ(::dup3(full.get(), 51, O_CLOEXEC), 51);
+  const UniqueFd at50(50), at51(51);
+  const int leaked = ::open("/dev/zero", O_RDONLY);  // not close-on-exec, not passed
+  ASSERT_GE(leaked, 3);
+  const int lowest_free = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)).get();
+  ASSERT_GE(lowest_free, 3);
+  const int near = lowest_free + 1;
+  ASSERT_EQ(FdTarget(near), "") << "expected fd " << near << " to be free";
+  SpawnRequest request;
+  request.program = HelperPath();
+  const std::string out = dir_ + "/fds";
+  request.argv = {"helper", "fds", out};
+  request.passed_fds = {{.parent_fd = random.get(), .child_fd = near},
+                        {.parent_fd = 50, .child_fd = 51},
+                        {.parent_fd = 51, .child_fd = 50}};
+  const absl::StatusOr<SpawnResult> result = RunOnce(*spawner_, request);
+  ::close(leaked);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->exit.success()) << result->exit.code;
+  std::map<int, std::string> fds;
+  for (absl::string_view line : absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(line, ' ');
+    int fd = -1;
+    ASSERT_TRUE(absl::SimpleAtoi(parts.first, &fd)) << line;
+    fds[fd] = std::string(parts.second);
+  }
+  ASSERT_EQ(fds.size(), 6u) << ReadFile(out);
+  EXPECT_EQ(fds[0], "/dev/null");
+  EXPECT_TRUE(absl::StartsWith(fds[1], "pipe:[")) << fds[1];
+  EXPECT_TRUE(absl::StartsWith(fds[2], "pipe:[")) << fds[2];
+  EXPECT_EQ(fds[near], "/dev/urandom");
+  EXPECT_EQ(fds[50], "/dev/full");
+  EXPECT_EQ(fds[51], "/dev/zero");
 }
 
 TEST_P(SpawnerMethodTest, MissingProgramIsAClearError) {
@@ -665,11 +732,109 @@ TEST_F(SpawnerTest, RejectsMalformedRequests) {
   SpawnRequest nul = Shell("true");
   nul.envp.push_back(std::string("A=\0B", 4));
   EXPECT_EQ(RunOnce(*spawner_, nul).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Descriptors that cannot be passed as asked.
+  SpawnRequest onto_stdout = Shell("true");
+  onto_stdout.passed_fds = {{.parent_fd = 0, .child_fd = 1}};
+  EXPECT_EQ(RunOnce(*spawner_, onto_stdout).status().code(), absl::StatusCode::kInvalidArgument);
+  SpawnRequest twice = Shell("true");
+  twice.passed_fds = {{.parent_fd = 0, .child_fd = 7}, {.parent_fd = 1, .child_fd = 7}};
+  EXPECT_EQ(RunOnce(*spawner_, twice).status().code(), absl::StatusCode::kInvalidArgument);
+  SpawnRequest closed = Shell("true");
+  closed.passed_fds = {{.parent_fd = 999, .child_fd = 3}};
+  const absl::Status bad_fd = RunOnce(*spawner_, closed).status();
+  EXPECT_TRUE(absl::StrContains(bad_fd.message(), "fd 999 passed as fd 3")) << bad_fd;
+}
+
+TEST_F(SpawnerTest, InheritedStreamsAreThisProcesssOwnAndRunLogsOnlyPipes) {
+  SpawnRequest request;
+  request.program = HelperPath();
+  const std::string out = dir_ + "/fds";
+  request.argv = {"helper", "fds", out};
+  request.stdin_from = ChildInput::kInherit;
+  request.stdout_to = ChildOutput::kInherit;
+  request.stderr_to = ChildOutput::kInherit;
+  const absl::StatusOr<SpawnResult> result = RunOnce(*spawner_, request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->exit.success()) << result->exit.code;
+  std::vector<std::string> fds = absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty());
+  std::sort(fds.begin(), fds.end());
+  ASSERT_EQ(fds.size(), 3u) << ReadFile(out);
+  for (int fd = 0; fd < 3; ++fd) EXPECT_EQ(fds[fd], absl::StrCat(fd, " ", FdTarget(fd)));
+
+  // stdout to ours (the test log), stderr through a pipe: only stderr is split and logged.
+  SpawnRequest mixed = Shell("echo to-the-test-log; echo logged >&2");
+  mixed.stdout_to = ChildOutput::kInherit;
+  const absl::StatusOr<SpawnResult> run = RunOnce(*spawner_, mixed);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->exit.success());
+  EXPECT_EQ(Texts(lines_, OutputStream::kStdout), std::vector<std::string>{});
+  EXPECT_EQ(Texts(lines_, OutputStream::kStderr), std::vector<std::string>{"logged"});
+  EXPECT_EQ(run->stdout_stats.bytes, 0u);
+  EXPECT_EQ(run->stderr_stats.lines, 1u);
+}
+
+TEST_F(SpawnerTest, ChildLeadsItsOwnGroupOrStaysInOursAsAsked) {
+  SpawnRequest request;
+  request.program = "/bin/sleep";
+  request.argv = {"sleep", "60"};
+  {
+    absl::StatusOr<ChildProcess> own = spawner_->Start(request);
+    ASSERT_TRUE(own.ok()) << own.status();
+    EXPECT_EQ(own->group(), ProcessGroup::kOwn);
+    const std::optional<std::pair<pid_t, pid_t>> ids = GroupAndSession(own->pid());
+    ASSERT_TRUE(ids.has_value());
+    EXPECT_EQ(ids->first, own->pid());
+    EXPECT_EQ(ids->second, own->pid());
+    EXPECT_TRUE(own->SignalGroup(0).ok());
+  }
+  request.group = ProcessGroup::kShared;
+  absl::StatusOr<ChildProcess> shared = spawner_->Start(request);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  const std::optional<std::pair<pid_t, pid_t>> ids = GroupAndSession(shared->pid());
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(ids->first, ::getpgrp());
+  EXPECT_EQ(ids->second, ::getsid(0));
+  // Our group is not the child's to signal.
+  EXPECT_EQ(shared->SignalGroup(SIGTERM).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(shared->Signal(SIGTERM).ok());
+  const absl::StatusOr<io::ExitStatus> exit = shared->WaitBlocking();
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_FALSE(exit->exited);
+  EXPECT_EQ(exit->code, SIGTERM);
+  EXPECT_EQ(shared->Signal(SIGTERM).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SpawnerTest, ReadStdoutReturnsAllTheChildWroteThenWaitReaps) {
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  ASSERT_TRUE(reactor.ok()) << reactor.status();
+  // More than one reading round (256 KiB), written slower than it is read.
+  absl::StatusOr<ChildProcess> child =
+      spawner_->Start(Shell("echo first; head -c 300000 /dev/zero; sleep 0.1; echo last; exit 3"));
+  ASSERT_TRUE(child.ok()) << child.status();
+  const absl::StatusOr<std::string> text = (*reactor)->BlockOn(child->ReadStdout(**reactor));
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->size(), 6u + 300000u + 5u);
+  EXPECT_TRUE(absl::StartsWith(*text, "first\n"));
+  EXPECT_TRUE(absl::EndsWith(*text, "last\n"));
+  const absl::StatusOr<io::ExitStatus> exit = (*reactor)->BlockOn(child->Wait(**reactor));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(DescribeExit(*exit), "exit code 3");
+  EXPECT_TRUE(child->reaped());
+
+  // Without a stdout pipe there is nothing to read.
+  SpawnRequest inherit = Shell("true");
+  inherit.stdout_to = ChildOutput::kInherit;
+  absl::StatusOr<ChildProcess> quiet = spawner_->Start(inherit);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_EQ((*reactor)->BlockOn(quiet->ReadStdout(**reactor)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE((*reactor)->BlockOn(quiet->Wait(**reactor)).ok());
 }
 
 // ----------------------------------------------------------------------------------------------
 // Measurements (not assertions). Run with:
-//   bazel-bin/hotplug/spawner_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
+//   bazel-bin/io/process/spawner_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
 
 double MicrosPer(MonoTime start, int count) {
   return absl::ToDoubleMicroseconds(Since(start, MonoNow())) / count;
@@ -792,4 +957,4 @@ TEST(SpawnerBench, DISABLED_RunsPerSecond) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug
+}  // namespace hotring::io::process

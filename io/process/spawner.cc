@@ -1,4 +1,4 @@
-#include "hotplug/spawner.h"
+#include "io/process/spawner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -24,7 +25,9 @@
 #include "core/status.h"
 #include "core/task_scope.h"
 
-namespace hotring::hotplug {
+extern char** environ;
+
+namespace hotring::io::process {
 namespace {
 
 // Bytes read from one pipe before the reader yields to the reactor (a flooding child must not
@@ -56,7 +59,7 @@ struct Clone3Args {
 };
 
 // The step of the child's setup that failed, reported to the parent with its errno.
-enum class ChildStep : int { kNone = 0, kSignals, kSetsid, kDup, kCloseRange, kExec };
+enum class ChildStep : int { kNone = 0, kSignals, kSetsid, kDup, kPassFd, kCloseRange, kExec };
 
 absl::string_view ChildStepName(ChildStep step) {
   switch (step) {
@@ -68,6 +71,8 @@ absl::string_view ChildStepName(ChildStep step) {
       return "child: setsid";
     case ChildStep::kDup:
       return "child: dup3 onto fds 0-2";
+    case ChildStep::kPassFd:
+      return "child: dup3 of a passed descriptor";
     case ChildStep::kCloseRange:
       return "child: close_range";
     case ChildStep::kExec:
@@ -87,9 +92,19 @@ struct ChildArgs {
   const char* path = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
-  int stdin_fd = -1;   // all three are >= 3, so dup3 onto 0-2 never collides
+  // -1: keep this process's. Every descriptor the child dups from is above every number it
+  // dups onto (0-2 and the passed ones), so no dup3 overwrites a source still to be used.
+  int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Passed descriptors: passed[i].parent_fd (a staged copy) becomes passed[i].child_fd.
+  const PassedFd* passed = nullptr;
+  size_t passed_count = 0;
+  // Ascending: the descriptors from 3 up that survive until execve (the passed ones'
+  // numbers, and error_fd).
+  const unsigned* keep = nullptr;
+  size_t keep_count = 0;
+  bool new_session = true;
   // The write end of a close-on-exec pipe for the fork-style methods, where the child's memory
   // is a copy. -1 with CLONE_VM: the child writes `failure` directly.
   int error_fd = -1;
@@ -147,20 +162,25 @@ __attribute__((no_sanitize("address", "undefined"))) [[noreturn]] void ChildMain
     ChildFail(args, ChildStep::kSignals, errno);
   }
   // Its own session and process group, so a signal to the group reaches grandchildren.
-  if (syscall(SYS_setsid) < 0) ChildFail(args, ChildStep::kSetsid, errno);
-  if (syscall(SYS_dup3, args->stdin_fd, 0, 0) < 0 ||
-      syscall(SYS_dup3, args->stdout_fd, 1, 0) < 0 ||
-      syscall(SYS_dup3, args->stderr_fd, 2, 0) < 0) {
+  if (args->new_session && syscall(SYS_setsid) < 0) ChildFail(args, ChildStep::kSetsid, errno);
+  if ((args->stdin_fd >= 0 && syscall(SYS_dup3, args->stdin_fd, 0, 0) < 0) ||
+      (args->stdout_fd >= 0 && syscall(SYS_dup3, args->stdout_fd, 1, 0) < 0) ||
+      (args->stderr_fd >= 0 && syscall(SYS_dup3, args->stderr_fd, 2, 0) < 0)) {
     ChildFail(args, ChildStep::kDup, errno);
   }
-  // The handler sees fds 0-2 and nothing else, whatever the daemon forgot to mark close-on-exec.
-  if (args->error_fd >= 0) {
-    const unsigned keep = static_cast<unsigned>(args->error_fd);
-    CloseFrom(args, 3, keep - 1);
-    CloseFrom(args, keep + 1, ~0U);
-  } else {
-    CloseFrom(args, 3, ~0U);
+  for (size_t i = 0; i < args->passed_count; ++i) {
+    if (syscall(SYS_dup3, args->passed[i].parent_fd, args->passed[i].child_fd, 0) < 0) {
+      ChildFail(args, ChildStep::kPassFd, errno);
+    }
   }
+  // The handler sees fds 0-2 (and those passed) and nothing else, whatever the daemon forgot to
+  // mark close-on-exec.
+  unsigned next = 3;
+  for (size_t i = 0; i < args->keep_count; ++i) {
+    CloseFrom(args, next, args->keep[i] - 1);
+    next = args->keep[i] + 1;
+  }
+  CloseFrom(args, next, ~0U);
   syscall(SYS_execve, args->path, args->argv, args->envp);
   ChildFail(args, ChildStep::kExec, errno);
 }
@@ -227,11 +247,12 @@ class AllSignalsBlocked {
   sigset_t old_;
 };
 
-// Descriptors the child will dup onto 0-2 must not be 0-2 themselves (a daemon started with
-// closed standard fds gets them from pipe()).
-absl::Status MoveAboveStandardFds(UniqueFd& fd) {
-  if (fd.get() > 2) return absl::OkStatus();
-  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+// Descriptors the child will dup from must not be among the numbers it dups onto: 0-2 (a
+// daemon started with closed standard fds gets them from pipe()) and the passed descriptors'
+// numbers. `floor` is the lowest number above all of them.
+absl::Status MoveToAtLeast(UniqueFd& fd, int floor) {
+  if (fd.get() >= floor) return absl::OkStatus();
+  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, floor);
   if (moved < 0) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC)");
   fd.Reset(moved);
   return absl::OkStatus();
@@ -239,22 +260,40 @@ absl::Status MoveAboveStandardFds(UniqueFd& fd) {
 
 // A pipe whose read end (the parent's) is non-blocking; the write end stays blocking, as a
 // handler writing its stdout expects.
-absl::Status MakeOutputPipe(UniqueFd& read_end, UniqueFd& write_end) {
+absl::Status MakeOutputPipe(UniqueFd& read_end, UniqueFd& write_end, int floor) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) < 0) return ErrnoStatus("pipe2");
   read_end.Reset(fds[0]);
   write_end.Reset(fds[1]);
   if (::fcntl(read_end.get(), F_SETFL, O_NONBLOCK) < 0) return ErrnoStatus("fcntl(O_NONBLOCK)");
-  return MoveAboveStandardFds(write_end);
+  return MoveToAtLeast(write_end, floor);
+}
+
+// The lowest descriptor number above 0-2 and every passed descriptor's number in the child;
+// an error for a number the child cannot be given.
+absl::StatusOr<int> SourceFloor(const std::vector<PassedFd>& passed) {
+  int floor = 3;
+  for (size_t i = 0; i < passed.size(); ++i) {
+    const PassedFd& fd = passed[i];
+    if (fd.child_fd < 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spawn: a passed descriptor cannot become fd ", fd.child_fd, " (0-2 are the standard "
+          "streams)"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (passed[j].child_fd == fd.child_fd) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("spawn: two descriptors passed as fd ", fd.child_fd));
+      }
+    }
+    floor = std::max(floor, fd.child_fd + 1);
+  }
+  return floor;
 }
 
 absl::Status CheckNoNul(absl::string_view what, absl::string_view text) {
   if (text.find('\0') == absl::string_view::npos) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("spawn: ", what, " contains a NUL byte"));
-}
-
-int SendSignal(int pidfd, int sig) {
-  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
 
 // `now + d`, or nullopt for "never" (InfiniteDuration, or so far off that the clock would
@@ -270,6 +309,12 @@ absl::string_view BaseName(absl::string_view path) {
 }
 
 }  // namespace
+
+std::vector<std::string> InheritedEnvironment() {
+  std::vector<std::string> env;
+  for (char** var = environ; *var != nullptr; ++var) env.emplace_back(*var);
+  return env;
+}
 
 absl::string_view MethodName(Spawner::Method method) {
   switch (method) {
@@ -335,91 +380,6 @@ void LineSplitter::Finish(Callback on_line) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ChildProcess
-
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)),
-      pidfd_(std::move(other.pidfd_)),
-      stdout_(std::move(other.stdout_)),
-      stderr_(std::move(other.stderr_)),
-      reaped_(std::exchange(other.reaped_, false)) {}
-
-ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
-  if (this != &other) {
-    KillAndReap();
-    pid_ = std::exchange(other.pid_, -1);
-    pidfd_ = std::move(other.pidfd_);
-    stdout_ = std::move(other.stdout_);
-    stderr_ = std::move(other.stderr_);
-    reaped_ = std::exchange(other.reaped_, false);
-  }
-  return *this;
-}
-
-absl::Status ChildProcess::Signal(int sig) {
-  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("signal: child already reaped");
-  if (SendSignal(pidfd_.get(), sig) < 0 && errno != ESRCH) {
-    return ErrnoStatus("pidfd_send_signal");
-  }
-  return SignalGroup(sig);
-}
-
-absl::Status ChildProcess::SignalGroup(int sig) {
-  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("signal: child already reaped");
-  // ESRCH: the child moved itself to another group and nothing is left in this one.
-  if (::kill(-pid_, sig) < 0 && errno != ESRCH) return ErrnoStatus("kill(-pgid)");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::optional<io::ExitStatus>> ChildProcess::TryReap() {
-  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("waitid: child already reaped");
-  for (;;) {
-    siginfo_t info{};
-    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED | WNOHANG) < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ECHILD) {
-        reaped_ = true;
-        return absl::InternalError(
-            "waitid: the child was reaped by someone else (is SIGCHLD set to SIG_IGN?)");
-      }
-      return ErrnoStatus("waitid(P_PIDFD)");
-    }
-    if (info.si_pid == 0) return std::nullopt;
-    reaped_ = true;
-    return io::ExitStatusFromSiginfo(info);
-  }
-}
-
-absl::StatusOr<io::ExitStatus> ChildProcess::WaitBlocking() {
-  if (reaped_ || !pidfd_) return absl::FailedPreconditionError("waitid: child already reaped");
-  for (;;) {
-    siginfo_t info{};
-    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ECHILD) reaped_ = true;
-      return ErrnoStatus("waitid(P_PIDFD)");
-    }
-    reaped_ = true;
-    return io::ExitStatusFromSiginfo(info);
-  }
-}
-
-void ChildProcess::KillAndReap() {
-  if (reaped_ || !pidfd_) return;
-  (void)::kill(-pid_, SIGKILL);
-  (void)SendSignal(pidfd_.get(), SIGKILL);
-  for (;;) {
-    siginfo_t info{};
-    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) < 0 &&
-        errno == EINTR) {
-      continue;
-    }
-    break;
-  }
-  reaped_ = true;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Spawner
 
 // Owns an mmap'ed stack with a guard page below it.
@@ -454,12 +414,12 @@ class Spawner::ChildStack {
 // One output pipe of a run: the parent's read end, its line splitter and its counters.
 struct Spawner::Stream {
   Stream(OutputStream kind, UniqueFd fd, size_t max_line_bytes)
-      : kind(kind), fd(std::move(fd)), splitter(max_line_bytes) {}
+      : kind(kind), fd(std::move(fd)), splitter(max_line_bytes), eof(!this->fd) {}
   OutputStream kind;
-  UniqueFd fd;
+  UniqueFd fd;  // empty when the child's stream is not a pipe (ChildOutput::kInherit)
   LineSplitter splitter;
   OutputStats stats;
-  bool eof = false;
+  bool eof;
 };
 
 // Where a run's lines go, and the run's shared log budget.
@@ -505,7 +465,7 @@ struct Spawner::RunOutput {
 absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Create(Options options) {
   UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!dev_null) return ErrnoStatus("open(/dev/null)");
-  HOTRING_RETURN_IF_ERROR(MoveAboveStandardFds(dev_null));
+  HOTRING_RETURN_IF_ERROR(MoveToAtLeast(dev_null, 3));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ChildStack> stack,
                            ChildStack::Create(kChildStackBytes));
   return std::unique_ptr<Spawner>(
@@ -559,17 +519,53 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   }
   envp.push_back(nullptr);
 
+  HOTRING_ASSIGN_OR_RETURN(const int floor, SourceFloor(request.passed_fds));
+  // Close-on-exec copies of the passed descriptors, at or above `floor`: the child dups them
+  // onto their numbers, and exec closes the copies.
+  std::vector<UniqueFd> staged;
+  std::vector<PassedFd> passed;
+  std::vector<unsigned> keep;
+  staged.reserve(request.passed_fds.size());
+  passed.reserve(request.passed_fds.size());
+  keep.reserve(request.passed_fds.size() + 1);
+  for (const PassedFd& fd : request.passed_fds) {
+    const int copy = ::fcntl(fd.parent_fd, F_DUPFD_CLOEXEC, floor);
+    if (copy < 0) {
+      return ErrnoStatus(absl::StrCat("fcntl(F_DUPFD_CLOEXEC) of fd ", fd.parent_fd,
+                                      " passed as fd ", fd.child_fd));
+    }
+    staged.emplace_back(copy);
+    passed.push_back(PassedFd{copy, fd.child_fd});
+    keep.push_back(static_cast<unsigned>(fd.child_fd));
+  }
+
   UniqueFd out_read, out_write, err_read, err_write;
-  HOTRING_RETURN_IF_ERROR(MakeOutputPipe(out_read, out_write));
-  HOTRING_RETURN_IF_ERROR(MakeOutputPipe(err_read, err_write));
+  if (request.stdout_to == ChildOutput::kPipe) {
+    HOTRING_RETURN_IF_ERROR(MakeOutputPipe(out_read, out_write, floor));
+  }
+  if (request.stderr_to == ChildOutput::kPipe) {
+    HOTRING_RETURN_IF_ERROR(MakeOutputPipe(err_read, err_write, floor));
+  }
+  // /dev/null is opened once; only a request that passes descriptors up to its number needs a
+  // copy above them.
+  UniqueFd dev_null_copy;
+  int dev_null = dev_null_.get();
+  if (request.stdin_from == ChildInput::kDevNull && dev_null < floor) {
+    dev_null_copy.Reset(::fcntl(dev_null, F_DUPFD_CLOEXEC, floor));
+    if (!dev_null_copy) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC) of /dev/null");
+    dev_null = dev_null_copy.get();
+  }
 
   ChildArgs args;
   args.path = request.program.c_str();
   args.argv = argv.data();
   args.envp = envp.data();
-  args.stdin_fd = dev_null_.get();
-  args.stdout_fd = out_write.get();
-  args.stderr_fd = err_write.get();
+  args.stdin_fd = request.stdin_from == ChildInput::kDevNull ? dev_null : -1;
+  args.stdout_fd = out_write ? out_write.get() : -1;
+  args.stderr_fd = err_write ? err_write.get() : -1;
+  args.passed = passed.data();
+  args.passed_count = passed.size();
+  args.new_session = request.group == ProcessGroup::kOwn;
   args.reset_signals = SignalsToReset();
 
   UniqueFd error_read, error_write;
@@ -578,9 +574,13 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
     if (::pipe2(fds, O_CLOEXEC) < 0) return ErrnoStatus("pipe2");
     error_read.Reset(fds[0]);
     error_write.Reset(fds[1]);
-    HOTRING_RETURN_IF_ERROR(MoveAboveStandardFds(error_write));
+    HOTRING_RETURN_IF_ERROR(MoveToAtLeast(error_write, floor));
     args.error_fd = error_write.get();
+    keep.push_back(static_cast<unsigned>(args.error_fd));  // above every passed number
   }
+  std::sort(keep.begin(), keep.end());
+  args.keep = keep.data();
+  args.keep_count = keep.size();
 
   pid_t pid = -1;
   int pidfd = -1;
@@ -633,7 +633,8 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
                   (clone_errno == EPERM && method != Method::kForkPidfdOpen);
     return ErrnoStatus(method == Method::kClone3Fork ? "clone3" : "clone", clone_errno);
   }
-  ChildProcess child(pid, UniqueFd(pidfd), std::move(out_read), std::move(err_read));
+  ChildProcess child(pid, UniqueFd(pidfd), request.group, std::move(out_read),
+                     std::move(err_read));
 
   // The child's ends belong to the child now; our copies would hide its end of file.
   out_write.Reset();
@@ -718,8 +719,9 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
   Stream err(OutputStream::kStderr, child.TakeStderr(), request.max_line_bytes);
   {
     TaskScope readers;
-    readers.Spawn(ReadStream(reactor, out, output));
-    readers.Spawn(ReadStream(reactor, err, output));
+    for (Stream* stream : {&out, &err}) {
+      if (!stream->eof) readers.Spawn(ReadStream(reactor, *stream, output));
+    }
 
     enum class Phase { kRunning, kTerminating, kKilling };
     Phase phase = Phase::kRunning;
@@ -796,4 +798,4 @@ Task<absl::StatusOr<SpawnResult>> Spawner::Run(io::Reactor& reactor, SpawnReques
   co_return result;
 }
 
-}  // namespace hotring::hotplug
+}  // namespace hotring::io::process
