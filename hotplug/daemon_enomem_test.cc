@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/clone_gate.h"
+#include "testing/daemon_assertions.h"
 #include "testing/daemon_fixture.h"
 #include "testing/handler_recorder.h"
 
@@ -31,23 +32,9 @@ using ::hotring::testing::TestEvent;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::map<std::string, uint64_t> Counters(const DaemonProcess& daemon) {
-  auto status = daemon.Status();
-  EXPECT_TRUE(status.ok()) << status.status();
-  return status.ok() ? *status : std::map<std::string, uint64_t>{};
-}
-
-void SendAndSettle(const DaemonProcess& daemon, const hotplug::EnvVars& env) {
-  ControlSender sender(daemon.socket());
-  ASSERT_TRUE(sender.SendEvent(env));
-  ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
-}
-
-std::vector<std::string> Seqnums(const std::vector<HandlerRun>& runs) {
-  std::vector<std::string> out;
-  for (const HandlerRun& run : runs) out.push_back(run.seqnum);
-  return out;
-}
+using ::hotring::testing::Counters;
+using ::hotring::testing::SendAndSettle;
+using ::hotring::testing::Seqnums;
 
 TEST(DaemonEnomemTest, ProcessCreationFailingWithEnomemFailsTheEventAndHandlersRunAgain) {
   absl::StatusOr<std::unique_ptr<CloneGate>> gate = CloneGate::Create(ENOMEM);

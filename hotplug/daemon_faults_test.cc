@@ -32,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/daemon_assertions.h"
 #include "testing/daemon_fixture.h"
 #include "testing/handler_recorder.h"
 
@@ -46,23 +47,9 @@ using ::hotring::testing::MakeTempDir;
 using ::hotring::testing::TestEvent;
 using ::testing::HasSubstr;
 
-std::map<std::string, uint64_t> Counters(const DaemonProcess& daemon) {
-  auto status = daemon.Status();
-  EXPECT_TRUE(status.ok()) << status.status();
-  return status.ok() ? *status : std::map<std::string, uint64_t>{};
-}
-
-void SendAndSettle(const DaemonProcess& daemon, const hotplug::EnvVars& env) {
-  ControlSender sender(daemon.socket());
-  ASSERT_TRUE(sender.SendEvent(env));
-  ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
-}
-
-std::vector<std::string> Seqnums(const std::vector<HandlerRun>& runs) {
-  std::vector<std::string> out;
-  for (const HandlerRun& run : runs) out.push_back(run.seqnum);
-  return out;
-}
+using ::hotring::testing::Counters;
+using ::hotring::testing::SendAndSettle;
+using ::hotring::testing::Seqnums;
 
 // Sets the soft limit of `resource` on `pid`, keeping its hard limit (raising a hard limit
 // needs CAP_SYS_RESOURCE, which a test may not have); RLIM_INFINITY: back up to the hard limit.
