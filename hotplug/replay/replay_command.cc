@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
@@ -281,14 +282,14 @@ std::string ShellQuote(absl::string_view s) { return absl::StrCat("'", s, "'"); 
 absl::Status SendEvents(const std::string& socket, const Recording& recording,
                         absl::Duration timeout) {
   HOTRING_ASSIGN_OR_RETURN(ControlClient client, ControlClient::Open(socket));
-  const absl::Time deadline = absl::Now() + timeout;
+  const MonoTime deadline = MonoNow() + timeout;
   for (const RecordedEvent& env : recording.events) {
     HOTRING_ASSIGN_OR_RETURN(const Event event, EventFromEnv(env, EventSource::kSend));
     const WireMessage message = EventMessage(event, NewCookie(), /*want_ack=*/false);
     for (;;) {
       const absl::Status sent = client.Send(message);
       if (sent.ok()) break;
-      if (!absl::IsResourceExhausted(sent) || absl::Now() > deadline) return sent;
+      if (!absl::IsResourceExhausted(sent) || MonoNow() > deadline) return sent;
       ::usleep(1000);
     }
   }
