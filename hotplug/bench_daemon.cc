@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "hotplug/daemon_child.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {
@@ -68,11 +69,6 @@ std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
   ::_exit(127);
 }
 
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
-  return absl::StrCat("wait status ", status);
-}
 
 }  // namespace
 

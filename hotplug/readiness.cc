@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/daemon_child.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {
@@ -28,11 +29,6 @@ absl::Status WriteAll(int fd, absl::string_view data) {
   return absl::OkStatus();
 }
 
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
-  return absl::StrCat("wait status ", status);
-}
 
 // The --daemonize parent: waits for the child's word on `pipe` and returns the exit code.
 int AwaitChild(pid_t child, const UniqueFd& pipe) {
