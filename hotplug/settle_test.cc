@@ -144,6 +144,18 @@ TEST(SettleForTest, TimeoutPrintsEachPendingEventAndWhereItIs) {
   daemon.Kill();
 }
 
+// An `add` of block device /devices/virtual/block/DEVPATH named NAME, with more variables.
+hotplug::EnvVars BlockAdd(uint64_t seqnum, const std::string& devpath, const std::string& name,
+                          hotplug::EnvVars extra = {}) {
+  hotplug::EnvVars env = {{"ACTION", "add"},
+                          {"DEVPATH", "/devices/virtual/block/" + devpath},
+                          {"SUBSYSTEM", "block"},
+                          {"SEQNUM", absl::StrCat(seqnum)},
+                          {"DEVNAME", name}};
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
 // Writes a minimal ext4 superblock (what the prober reads) into `path`.
 void WriteExtImage(const std::string& path, absl::string_view label, bool malformed) {
   std::string bytes(4096, '\0');
@@ -166,13 +178,7 @@ TEST(SettleForTest, LabelAndUuidFromTheSuperblockOrFromProperties) {
       StartDaemon({"--expect-seqnum", "1", "--probe-dev-root", *dev});
   RawSender sender(daemon.socket());
   auto block = [](uint64_t seqnum, std::string name, hotplug::EnvVars extra = {}) {
-    hotplug::EnvVars env = {{"ACTION", "add"},
-                            {"DEVPATH", "/devices/virtual/block/" + name},
-                            {"SUBSYSTEM", "block"},
-                            {"SEQNUM", absl::StrCat(seqnum)},
-                            {"DEVNAME", name}};
-    env.insert(env.end(), extra.begin(), extra.end());
-    return env;
+    return BlockAdd(seqnum, name, name, std::move(extra));
   };
   absl::StatusOr<BackgroundCommand> waiting = BackgroundCommand::Start(
       {HotringBinary(), "settle", "--socket", daemon.socket(), "--for", "LABEL=myroot",
@@ -230,27 +236,17 @@ TEST(SettleForTest, PartitionUuidAndLabelFromTheDisksTableOrFromProperties) {
   std::ofstream(*dev + "/vdf1") << std::string(4096, '\0');
   DaemonProcess daemon = StartDaemon({"--expect-seqnum", "1", "--probe-dev-root", *dev});
   RawSender sender(daemon.socket());
-  auto block = [](uint64_t seqnum, std::string devpath, std::string name,
-                  hotplug::EnvVars extra = {}) {
-    hotplug::EnvVars env = {{"ACTION", "add"},
-                            {"DEVPATH", "/devices/virtual/block/" + devpath},
-                            {"SUBSYSTEM", "block"},
-                            {"SEQNUM", absl::StrCat(seqnum)},
-                            {"DEVNAME", name}};
-    env.insert(env.end(), extra.begin(), extra.end());
-    return env;
-  };
   absl::StatusOr<BackgroundCommand> waiting = BackgroundCommand::Start(
       {HotringBinary(), "settle", "--socket", daemon.socket(), "--for",
        "PARTUUID=1A2B3C4D-01", "--timeout", "60"});
   ASSERT_TRUE(waiting.ok());
-  ASSERT_TRUE(sender.SendEvent(block(1, "vdf", "vdf", {{"DEVTYPE", "disk"}})));
+  ASSERT_TRUE(sender.SendEvent(BlockAdd(1, "vdf", "vdf", {{"DEVTYPE", "disk"}})));
   ASSERT_TRUE(sender.SendEvent(
-      block(2, "vdf/vdf1", "vdf1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}, {"PARTNAME", "boot"}})));
-  ASSERT_TRUE(sender.SendEvent(block(3, "vde", "vde", {{"DEVTYPE", "disk"}})));
+      BlockAdd(2, "vdf/vdf1", "vdf1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}, {"PARTNAME", "boot"}})));
+  ASSERT_TRUE(sender.SendEvent(BlockAdd(3, "vde", "vde", {{"DEVTYPE", "disk"}})));
   ASSERT_TRUE(sender.SendEvent(
-      block(4, "vde/vde1", "vde1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}})));
-  ASSERT_TRUE(sender.SendEvent(block(5, "vdg", "vdg",
+      BlockAdd(4, "vde/vde1", "vde1", {{"DEVTYPE", "partition"}, {"PARTN", "1"}})));
+  ASSERT_TRUE(sender.SendEvent(BlockAdd(5, "vdg", "vdg",
                                      {{"DEVTYPE", "partition"}, {"PARTN", "2"},
                                       {"ID_PART_ENTRY_UUID", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"},
                                       {"ID_PART_ENTRY_NAME", "data"}})));
