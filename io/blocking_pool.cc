@@ -14,7 +14,8 @@ BlockingPool::BlockingPool(Options options) : options_(std::move(options)) {}
 
 BlockingPool::~BlockingPool() { Shutdown(); }
 
-absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> job) {
+absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> job,
+                                   JobOrder order) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) {
     ++stats_.refused;
@@ -25,14 +26,24 @@ absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> j
     return absl::ResourceExhaustedError(
         absl::StrCat("blocking pool: ", queue_.size(), " jobs already wait for a thread"));
   }
-  queue_.push_back(std::move(job));
+  const blocking_internal::JobBase* const queued = job.get();
+  if (order == JobOrder::kFirst) {
+    queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(first_queued_), std::move(job));
+    ++first_queued_;
+  } else {
+    queue_.push_back(std::move(job));
+  }
   stats_.queued = queue_.size();
   // An idle thread that was already notified has not taken its job yet: compare the queue
   // with the idle threads, not idle_ with zero.
   if (queue_.size() > idle_ && threads_.size() < std::max<size_t>(options_.max_threads, 1)) {
     if (absl::Status started = StartThreadLocked(); !started.ok()) {
       if (threads_.empty()) {
-        queue_.pop_back();
+        // No thread took anything meanwhile (there is none): the job is where it was put.
+        const auto it = std::find_if(queue_.begin(), queue_.end(),
+                                     [queued](const auto& j) { return j.get() == queued; });
+        if (it - queue_.begin() < static_cast<std::ptrdiff_t>(first_queued_)) --first_queued_;
+        queue_.erase(it);
         stats_.queued = queue_.size();
         ++stats_.refused;
         return started;
@@ -79,6 +90,7 @@ void BlockingPool::WorkerLoop() {
     if (queue_.empty()) return;  // stopping, and Shutdown took what was queued
     std::shared_ptr<blocking_internal::JobBase> job = std::move(queue_.front());
     queue_.pop_front();
+    if (first_queued_ > 0) --first_queued_;
     stats_.queued = queue_.size();
     ++stats_.running;
     stats_.peak_running = std::max(stats_.peak_running, stats_.running);
@@ -111,6 +123,7 @@ void BlockingPool::Shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     never_started.swap(queue_);
+    first_queued_ = 0;
     stats_.queued = 0;
     threads.swap(threads_);
   }

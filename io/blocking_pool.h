@@ -133,6 +133,12 @@ class AbandonOnDrop {
 
 }  // namespace blocking_internal
 
+// Where a job joins the queue of jobs waiting for a thread.
+enum class JobOrder {
+  kLast,   // behind every queued job: first come, first served
+  kFirst,  // behind the other kFirst jobs only: before every kLast job still waiting
+};
+
 // Owns up to `max_threads` worker threads (started on demand, joined by Shutdown) and the queue
 // of jobs waiting for one. Run() may be called from any reactor thread; each job reports back to
 // the reactor its task awaits on.
@@ -166,8 +172,11 @@ class BlockingPool {
   // Runs `fn()` on a worker thread and completes with its result (see RunResult: pool errors
   // come back as the Status part). The task is lazy: the pool must be alive when it starts, not
   // afterwards. `fn` is moved into the job and destroyed on the worker thread.
+  // `order` kFirst puts the job ahead of the kLast jobs still waiting for a thread (a job that
+  // others will wait behind, e.g. the driver of a bus whose devices are found only after it).
   template <typename Fn>
-  Task<typename blocking_internal::Job<Fn>::Result> Run(Reactor& reactor, Fn fn);
+  Task<typename blocking_internal::Job<Fn>::Result> Run(Reactor& reactor, Fn fn,
+                                                        JobOrder order = JobOrder::kLast);
 
   // Refuses new jobs, fails the queued ones with Cancelled (their tasks are woken), lets the
   // running ones finish (their tasks get their results), and joins every thread. Blocks for as
@@ -179,7 +188,7 @@ class BlockingPool {
 
  private:
   // Queues the job, starting a thread when every started one is busy and the bound allows.
-  absl::Status Enqueue(std::shared_ptr<blocking_internal::JobBase> job);
+  absl::Status Enqueue(std::shared_ptr<blocking_internal::JobBase> job, JobOrder order);
   absl::Status StartThreadLocked();
   static void* ThreadMain(void* pool);
   void WorkerLoop();
@@ -188,6 +197,7 @@ class BlockingPool {
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<blocking_internal::JobBase>> queue_;
+  size_t first_queued_ = 0;  // the kFirst jobs: the front of queue_
   std::vector<pthread_t> threads_;
   size_t idle_ = 0;  // threads waiting for work
   bool stopping_ = false;
@@ -195,11 +205,12 @@ class BlockingPool {
 };
 
 template <typename Fn>
-Task<typename blocking_internal::Job<Fn>::Result> BlockingPool::Run(Reactor& reactor, Fn fn) {
+Task<typename blocking_internal::Job<Fn>::Result> BlockingPool::Run(Reactor& reactor, Fn fn,
+                                                                    JobOrder order) {
   absl::StatusOr<ThreadWake> wake = ThreadWake::Create();
   if (!wake.ok()) co_return wake.status();
   auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), std::move(*wake));
-  if (absl::Status queued = Enqueue(job); !queued.ok()) co_return queued;
+  if (absl::Status queued = Enqueue(job, order); !queued.ok()) co_return queued;
   const blocking_internal::AbandonOnDrop guard(job.get());
   // Nothing below touches the pool: it may be shut down and destroyed while we wait.
   while (!job->done()) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -204,6 +205,45 @@ TEST(BlockingPoolTest, JobsRunInParallelUpToTheBound) {
   ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
   EXPECT_EQ(finished, 5);
   EXPECT_EQ(gate.peak(), 3);
+}
+
+TEST(BlockingPoolTest, FirstJobsGoAheadOfTheJobsWaitingForAThread) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  Gate gate;
+  std::mutex mutex;
+  std::vector<std::string> ran;
+  TaskScope scope;
+  auto run = [](Reactor& reactor, BlockingPool& pool, Gate& gate, std::mutex& mutex,
+                std::vector<std::string>& ran, std::string name, JobOrder order) -> Task<void> {
+    // The job and its task are named: GCC 12 destroys a lambda temporary in a co_await
+    // expression twice.
+    auto job = [&gate, &mutex, &ran, name] {
+      if (name == "busy") gate.Enter();
+      std::lock_guard<std::mutex> lock(mutex);
+      ran.push_back(name);
+    };
+    Task<absl::Status> task = pool.Run(reactor, std::move(job), order);
+    const absl::Status s = co_await std::move(task);
+    EXPECT_TRUE(s.ok()) << s;
+  };
+  // The one thread is busy; then, in this order: two jobs last, two first, one last.
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "busy", JobOrder::kLast));
+  ASSERT_TRUE(gate.WaitInside(1));
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "last1", JobOrder::kLast));
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "last2", JobOrder::kLast));
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "first1", JobOrder::kFirst));
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "first2", JobOrder::kFirst));
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "last3", JobOrder::kLast));
+  EXPECT_EQ(pool.stats().queued, 5u);
+  gate.Open();
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  // The first jobs keep their own order and pass the waiting last ones, not the running job.
+  EXPECT_EQ(ran, (std::vector<std::string>{"busy", "first1", "first2", "last1", "last2", "last3"}));
+  // A first job queued after those ran goes ahead of nothing: the queue is empty again.
+  scope.Spawn(run(*reactor, pool, gate, mutex, ran, "first3", JobOrder::kFirst));
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  EXPECT_EQ(ran.back(), "first3");
 }
 
 TEST(BlockingPoolTest, DroppingTheTaskOfARunningJobLetsItFinishAndDiscardsTheResult) {

@@ -130,14 +130,14 @@ uint64_t ParseProcPidCpuTicks(absl::string_view text) {
 }
 
 std::string CpuFact(const CpuTicks& start, const CpuTicks& end, uint64_t init_ticks,
-                    uint64_t daemon_ticks, uint64_t ticks_per_second) {
+                    uint64_t daemon_ticks, uint64_t reactor_ticks, uint64_t ticks_per_second) {
   const auto ms = [&](uint64_t ticks) {
     return ticks_per_second == 0 ? uint64_t{0} : ticks * 1000 / ticks_per_second;
   };
   const uint64_t busy = end.busy >= start.busy ? end.busy - start.busy : 0;
   const uint64_t idle = end.idle >= start.idle ? end.idle - start.idle : 0;
-  return absl::StrFormat("cpu busy_ms=%d idle_ms=%d init_ms=%d daemon_ms=%d", ms(busy), ms(idle),
-                         ms(init_ticks), ms(daemon_ticks));
+  return absl::StrFormat("cpu busy_ms=%d idle_ms=%d init_ms=%d daemon_ms=%d reactor_ms=%d",
+                         ms(busy), ms(idle), ms(init_ticks), ms(daemon_ticks), ms(reactor_ticks));
 }
 
 }  // namespace hotring::hotplug::boot

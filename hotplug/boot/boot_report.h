@@ -65,10 +65,13 @@ struct CpuTicks {
 // utime + stime of a /proc/PID/stat text, in clock ticks (0 when unparsable). The command
 // name may hold spaces and parentheses: the fields start after the last ')'.
 [[nodiscard]] uint64_t ParseProcPidCpuTicks(absl::string_view text);
-// "cpu busy_ms=B idle_ms=I init_ms=P daemon_ms=D" (ticks of `ticks_per_second`).
+// "cpu busy_ms=B idle_ms=I init_ms=P daemon_ms=D reactor_ms=R" (ticks of
+// `ticks_per_second`): the machine's busy and idle time, /init's, the daemon's (every thread:
+// the module loads run the drivers' inits in its pool threads), and the daemon's reactor
+// thread's alone (receiving, ordering and handling the events).
 [[nodiscard]] std::string CpuFact(const CpuTicks& start, const CpuTicks& end,
                                   uint64_t init_ticks, uint64_t daemon_ticks,
-                                  uint64_t ticks_per_second);
+                                  uint64_t reactor_ticks, uint64_t ticks_per_second);
 
 // The value of `key` in status fields, or "" when absent.
 [[nodiscard]] std::string StatusValue(

@@ -78,10 +78,10 @@ TEST(BootReportTest, ProcessCpuTicksAfterTheCommandName) {
 
 TEST(BootReportTest, CpuFactInMilliseconds) {
   EXPECT_EQ(CpuFact(CpuTicks{.busy = 100, .idle = 50}, CpuTicks{.busy = 250, .idle = 52}, 30, 80,
-                    100),
-            "cpu busy_ms=1500 idle_ms=20 init_ms=300 daemon_ms=800");
-  EXPECT_EQ(CpuFact(CpuTicks{.busy = 9, .idle = 9}, CpuTicks{.busy = 1, .idle = 1}, 0, 0, 100),
-            "cpu busy_ms=0 idle_ms=0 init_ms=0 daemon_ms=0");
+                    45, 100),
+            "cpu busy_ms=1500 idle_ms=20 init_ms=300 daemon_ms=800 reactor_ms=450");
+  EXPECT_EQ(CpuFact(CpuTicks{.busy = 9, .idle = 9}, CpuTicks{.busy = 1, .idle = 1}, 0, 0, 0, 100),
+            "cpu busy_ms=0 idle_ms=0 init_ms=0 daemon_ms=0 reactor_ms=0");
 }
 
 }  // namespace

@@ -206,6 +206,12 @@ uint64_t ProcessCpu(pid_t pid) {
   return text.ok() ? ParseProcPidCpuTicks(*text) : 0;
 }
 
+// One thread's: the main thread of a process is the thread whose id is the pid.
+uint64_t ThreadCpu(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat("/proc/", pid, "/task/", tid, "/stat"));
+  return text.ok() ? ParseProcPidCpuTicks(*text) : 0;
+}
+
 void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
                 absl::Duration settled, const std::vector<std::string>& modules,
                 const std::string& cpu_fact) {
@@ -363,6 +369,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   absl::Status mounted = MountEarly();
   // Where the boot's CPU goes between /init and settled: working or idle (the loads' sleeps).
   const CpuTicks cpu_start = MachineCpu();
+  // pid 1's own count starts with the kernel's boot work (unpacking this image): only what
+  // /init spends from here is ours.
+  const uint64_t init_cpu_start = ProcessCpu(::getpid());
   EnsureConsole();
   if (!mounted.ok()) PowerOff(mounted.ToString());
   absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
@@ -402,9 +411,11 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
     settled = SettleFor(kDefaultSocket, cmdline.settle_for, cmdline.settle_timeout);
   }
   const absl::Duration settled_at = BootTime();
-  const std::string cpu_fact = CpuFact(cpu_start, MachineCpu(), ProcessCpu(::getpid()),
-                                       ProcessCpu(daemon->pid()),
-                                       static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
+  const uint64_t init_cpu = ProcessCpu(::getpid());
+  const std::string cpu_fact =
+      CpuFact(cpu_start, MachineCpu(), init_cpu >= init_cpu_start ? init_cpu - init_cpu_start : 0,
+              ProcessCpu(daemon->pid()), ThreadCpu(daemon->pid(), daemon->pid()),
+              static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
 

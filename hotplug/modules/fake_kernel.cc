@@ -1,5 +1,9 @@
 #include "hotplug/modules/fake_kernel.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 
@@ -79,9 +83,10 @@ bool FakeKernel::IsLoaded(const std::string& name) {
 }
 
 absl::StatusOr<Kernel::LoadResult> FakeKernel::Load(const ModuleToLoad& module) {
+  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
   std::unique_lock<std::mutex> lock(mutex_);
   calls_.push_back(Call{.kind = "load", .name = module.name, .path = module.path,
-                        .options = module.options});
+                        .options = module.options, .nice = nice});
   ++in_flight_;
   peak_ = std::max(peak_, in_flight_);
   changed_.notify_all();

@@ -25,6 +25,7 @@ class FakeKernel final : public Kernel {
     std::string path;     // load
     std::string options;  // load
     std::string command;  // install
+    int nice = 0;         // load: the calling thread's nice value
   };
 
   // /sys/module/NAME exists from now on.

@@ -36,6 +36,10 @@ struct LoadPlan {
   std::vector<ModuleToLoad> modules;
   // The alias matched only blacklisted modules (nothing to load, not an error).
   bool blacklisted = false;
+  // Load ahead of the other plans: the loader queues these loads before the ones waiting for a
+  // thread and raises their threads' CPU priority while they run (set by the modules stage for
+  // the drivers of bus controllers: bus_controller.h).
+  bool first = false;
   // Nothing matched (not an error for a MODALIAS: many devices have no driver module).
   [[nodiscard]] bool unmatched() const { return modules.empty() && !blacklisted; }
 };

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/module.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -33,6 +35,30 @@ bool IsCompressed(absl::string_view path) {
 std::string FormatMs(absl::Duration d) {
   return absl::StrFormat("%.1fms", absl::ToDoubleMilliseconds(d));
 }
+
+// The calling thread's nice value set to `nice` for the object's life (a pool thread, while it
+// loads a module of a first plan), then restored. 0, or a change the kernel refuses (no
+// CAP_SYS_NICE for a negative value), leaves it as it was: priority is a help, not a need.
+class ThreadNice {
+ public:
+  explicit ThreadNice(int nice) {
+    if (nice == 0) return;
+    errno = 0;
+    const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid_));
+    if (current == -1 && errno != 0) return;
+    if (current == nice || ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid_), nice) != 0) return;
+    restore_ = current;
+  }
+  ThreadNice(const ThreadNice&) = delete;
+  ThreadNice& operator=(const ThreadNice&) = delete;
+  ~ThreadNice() {
+    if (restore_.has_value()) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid_), *restore_);
+  }
+
+ private:
+  const pid_t tid_ = static_cast<pid_t>(::syscall(SYS_gettid));
+  std::optional<int> restore_;
+};
 
 // What a load job on the pool found before the install command.
 enum class InstallStep { kAlreadyLoaded, kTaken, kRun };
@@ -237,7 +263,7 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
           finish(i, ModuleOutcome::kDependencyFailed, std::move(why));
           progress = true;
         } else if (ready) {
-          started[i] = Start(reactor, module);
+          started[i] = Start(reactor, module, plan.first);
           progress = true;
         }
       }
@@ -281,7 +307,8 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
   co_return result;
 }
 
-std::shared_ptr<Loader::Pending> Loader::Start(io::Reactor& reactor, const ModuleToLoad& module) {
+std::shared_ptr<Loader::Pending> Loader::Start(io::Reactor& reactor, const ModuleToLoad& module,
+                                               bool first) {
   if (module.builtin) {
     ++counters_.builtin;
     auto done = std::make_shared<Pending>();
@@ -297,7 +324,8 @@ std::shared_ptr<Loader::Pending> Loader::Start(io::Reactor& reactor, const Modul
   auto pending = std::make_shared<Pending>();
   pending->name = module.name;
   pending_.emplace(module.name, pending);
-  loads_.Spawn(RunLoad(reactor, module, pending));
+  if (first) ++counters_.first;
+  loads_.Spawn(RunLoad(reactor, module, pending, first));
   return pending;
 }
 
@@ -339,7 +367,7 @@ void Loader::PassSerial() {
 }
 
 Task<void> Loader::RunLoad(io::Reactor& reactor, ModuleToLoad module,
-                           std::shared_ptr<Pending> pending) {
+                           std::shared_ptr<Pending> pending, bool first) {
   SerialTurn turn(this);
   if (options_.serial) {
     turn.Enqueue();
@@ -351,7 +379,7 @@ Task<void> Loader::RunLoad(io::Reactor& reactor, ModuleToLoad module,
   // Two statements, not a conditional expression: GCC 12 miscompiles co_await inside ?:.
   absl::StatusOr<ModuleOutcome> outcome = absl::UnknownError("not run");
   if (module.install_command.empty()) {
-    outcome = co_await LoadWithKernel(reactor, module);
+    outcome = co_await LoadWithKernel(reactor, module, first);
   } else {
     outcome = co_await RunInstall(reactor, module);
   }
@@ -410,10 +438,13 @@ Task<void> Loader::ExpireAfter(io::Reactor& reactor, absl::Duration after, bool&
 }
 
 Task<absl::StatusOr<ModuleOutcome>> Loader::LoadWithKernel(io::Reactor& reactor,
-                                                           const ModuleToLoad& module) {
+                                                           const ModuleToLoad& module,
+                                                           bool first) {
+  const int nice = first ? options_.first_nice : 0;
   // The job and its task are named: GCC 12 destroys a lambda temporary in a co_await
   // expression twice.
-  auto job = [kernel = kernel_, module]() -> absl::StatusOr<Kernel::LoadResult> {
+  auto job = [kernel = kernel_, module, nice]() -> absl::StatusOr<Kernel::LoadResult> {
+    const ThreadNice priority(nice);
     if (kernel->IsLoaded(module.name)) return Kernel::LoadResult::kAlreadyLoaded;
     if (module.path.empty()) {
       // A name only configuration mentions (`alias foo nonexistent`): kmod fails it so too.
@@ -421,7 +452,8 @@ Task<absl::StatusOr<ModuleOutcome>> Loader::LoadWithKernel(io::Reactor& reactor,
     }
     return kernel->Load(module);
   };
-  Task<absl::StatusOr<Kernel::LoadResult>> run = pool_->Run(reactor, std::move(job));
+  Task<absl::StatusOr<Kernel::LoadResult>> run =
+      pool_->Run(reactor, std::move(job), first ? io::JobOrder::kFirst : io::JobOrder::kLast);
   absl::StatusOr<Kernel::LoadResult> loaded = co_await std::move(run);
   if (!loaded.ok()) co_return loaded.status();
   co_return *loaded == Kernel::LoadResult::kLoaded ? ModuleOutcome::kLoaded

@@ -138,6 +138,7 @@ struct LoaderCounters {
   uint64_t failed = 0;             // loads and install commands that failed
   uint64_t dependency_failed = 0;  // modules not attempted, per plan, for a failed dependency
   uint64_t joined = 0;             // requests that waited for a load already in flight
+  uint64_t first = 0;              // loads started for a `first` plan
   uint64_t timed_out = 0;          // modules a plan stopped waiting for (Options::wait_limit)
   uint64_t records_dropped = 0;    // LoadRecords forgotten beyond Options::max_records
   size_t peak_in_flight = 0;       // most loads running at once
@@ -161,6 +162,10 @@ class Loader {
     // whose init never returns keeps its thread, but the event it was loaded for goes on
     // after this (its loads keep running, and count when they end).
     absl::Duration wait_limit = absl::InfiniteDuration();
+    // The nice value a pool thread runs at while it loads a module of a `first` plan (its own
+    // is restored after). finit_module runs the driver's init and probe in the caller's thread,
+    // so this is the CPU share of that work. 0: first plans only go ahead in the queue.
+    int first_nice = -10;
   };
 
   static absl::StatusOr<std::unique_ptr<Loader>> Create(Options options,
@@ -194,8 +199,9 @@ class Loader {
   Loader(Options options, std::shared_ptr<Kernel> kernel,
          std::unique_ptr<io::process::Spawner> spawner);
   // Joins the load of `module` in flight, or starts one.
-  std::shared_ptr<Pending> Start(io::Reactor& reactor, const ModuleToLoad& module);
-  Task<void> RunLoad(io::Reactor& reactor, ModuleToLoad module, std::shared_ptr<Pending> pending);
+  std::shared_ptr<Pending> Start(io::Reactor& reactor, const ModuleToLoad& module, bool first);
+  Task<void> RunLoad(io::Reactor& reactor, ModuleToLoad module, std::shared_ptr<Pending> pending,
+                     bool first);
   // Sets `expired` after `after` and wakes the plans.
   Task<void> ExpireAfter(io::Reactor& reactor, absl::Duration after, bool& expired);
   // One load's place in serial mode's first-come, first-served line for the single slot.
@@ -219,7 +225,7 @@ class Loader {
   // The holder is done: the first in line gets the slot.
   void PassSerial();
   Task<absl::StatusOr<ModuleOutcome>> LoadWithKernel(io::Reactor& reactor,
-                                                     const ModuleToLoad& module);
+                                                     const ModuleToLoad& module, bool first);
   Task<absl::StatusOr<ModuleOutcome>> RunInstall(io::Reactor& reactor, const ModuleToLoad& module);
   void Record(LoadRecord record);
 

@@ -1,6 +1,7 @@
 #include "hotplug/modules/loader.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -285,6 +286,30 @@ TEST_F(LoaderTest, SerialModeAlsoSerialisesAcrossPlans) {
   EXPECT_EQ(results[0].failures() + results[1].failures(), 0u);
   EXPECT_EQ(kernel_->peak_in_flight(), 1u);
   EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"a", "b", "x", "y"}));
+}
+
+TEST_F(LoaderTest, FirstPlansGoAheadOfWaitingLoadsAtAHigherPriority) {
+  Make({.threads = 1});
+  kernel_->Gate();
+  // The one thread is busy with p1's a; then p2's x waits for it, and p3 (first) comes after x.
+  Task<PlanResult> p1 = loader_->Load(*reactor_, Plan("p1", {M("a")}));
+  p1.Start();
+  ASSERT_TRUE(kernel_->WaitInFlight(1));
+  LoadPlan controller = Plan("p3", {M("u")});
+  controller.first = true;
+  Task<PlanResult> p2 = loader_->Load(*reactor_, Plan("p2", {M("x")}));
+  Task<PlanResult> p3 = loader_->Load(*reactor_, std::move(controller));
+  p2.Start();
+  p3.Start();
+  kernel_->ReleaseAll();
+  for (Task<PlanResult>* task : {&p1, &p2, &p3}) EXPECT_EQ(Finish(*reactor_, *task).failures(), 0u);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"a", "u", "x"}));
+  EXPECT_EQ(loader_->counters().first, 1u);
+  // u's thread ran at nice -10 (root may lower it; anyone else keeps 0), and went back to 0.
+  const int boosted = ::geteuid() == 0 ? -10 : 0;
+  std::map<std::string, int> nice;
+  for (const FakeKernel::Call& call : kernel_->calls()) nice[call.name] = call.nice;
+  EXPECT_EQ(nice, (std::map<std::string, int>{{"a", 0}, {"u", boosted}, {"x", 0}}));
 }
 
 TEST_F(LoaderTest, TwoEventsNeedingOneModuleLoadItOnceAndBothSeeTheResult) {

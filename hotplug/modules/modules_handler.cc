@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "hotplug/modules/bus_controller.h"
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
 
@@ -53,6 +54,11 @@ const absl::string_view kModulesDaemonUsage =
     "                             on the kernel command line)\n"
     "  (hotring.modules_threads=N on the kernel command line: N loads at once; default\n"
     "   2 x CPUs, at least 4, at most 16)\n"
+    "  --no-controllers-first     load drivers in the order their devices came; by default\n"
+    "                             the drivers of USB, storage and SD host controllers go\n"
+    "                             first, at a higher CPU priority, since the devices behind\n"
+    "                             them are enumerated only after them (also\n"
+    "                             hotring.controllers_first=0 on the kernel command line)\n"
     "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
     "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
     "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
@@ -75,6 +81,9 @@ absl::StatusOr<bool> ParseModulesFlag(FlagReader& flags, ModulesOptions& options
   } else if (f == "--modules-serial") {
     HOTRING_RETURN_IF_ERROR(flags.NoValue());
     options.serial = true;
+  } else if (f == "--no-controllers-first") {
+    HOTRING_RETURN_IF_ERROR(flags.NoValue());
+    options.controllers_first = false;
   } else if (f == "--kernel-cmdline") {
     HOTRING_ASSIGN_OR_RETURN(options.kernel_cmdline, flags.String());
   } else if (f == "--modules-dry-run-log") {
@@ -174,6 +183,7 @@ Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& ev
     LogDebug("%s MODALIAS=%s: modules: no module matches", EventLabel(event), event.modalias);
     co_return HandlerResult{};
   }
+  plan->first = controllers_first_ && IsEnumeratingBusController(event.modalias);
   const size_t wanted = plan->modules.size();
   const MonoTime asked_at = MonoNow();
   // A device without a node (a PCI function, a USB interface) whose driver is about to load:
@@ -223,6 +233,7 @@ void ModulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>
   out.emplace_back("modules_failed", l.failed);
   out.emplace_back("modules_dependency_failed", l.dependency_failed);
   out.emplace_back("modules_joined", l.joined);
+  out.emplace_back("modules_first", l.first);
   out.emplace_back("modules_timed_out", l.timed_out);
   out.emplace_back("modules_blacklisted", counters_.blacklisted);
   out.emplace_back("aliases_unmatched", counters_.unmatched);
@@ -292,6 +303,11 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
   HOTRING_ASSIGN_OR_RETURN(
       std::unique_ptr<ModulesHandler> handler,
       ModulesHandler::Create(std::move(factory), std::move(kernel), loader_options, &start_error));
+  // On unless the flag or the command line (hotring.controllers_first=0) turns it off.
+  handler->set_controllers_first(
+      options.controllers_first &&
+      KernelCmdlineFlag(absl::StrCat("hotring.controllers_first ", cmdline),
+                        "hotring.controllers_first"));
   if (!start_error.ok()) {
     // No module tree (an initramfs with everything built in) is not a reason to stop handling
     // events; a reload tries again.

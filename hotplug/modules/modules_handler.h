@@ -43,6 +43,10 @@ struct ModulesOptions {
   std::string dry_run_log;
   absl::Duration dry_run_delay = absl::ZeroDuration();
   size_t threads = 0;  // loads at once; 0: 2 x CPUs, at least 4, at most 16
+  // The drivers of bus controllers first (bus_controller.h): their loads go ahead of the others
+  // and run at a higher CPU priority. --no-controllers-first (or hotring.controllers_first=0)
+  // loads every driver in the order its device came.
+  bool controllers_first = true;
 };
 
 // `daemon --help` lines for the flags below.
@@ -86,6 +90,8 @@ class ModulesHandler final : public Handler {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
   // Each load this stage ran for an event becomes a step on the daemon's timeline.
   void SetStepRecorder(StepRecorder* recorder) override { recorder_ = recorder; }
+  // Mark the plans of bus controllers' MODALIASes `first` (ModulesOptions::controllers_first).
+  void set_controllers_first(bool on) { controllers_first_ = on; }
 
   [[nodiscard]] const ModulesCounters& counters() const { return counters_; }
   [[nodiscard]] const Loader& loader() const { return *loader_; }
@@ -102,6 +108,7 @@ class ModulesHandler final : public Handler {
   ModulesCounters counters_;
   std::unique_ptr<Loader> loader_;
   StepRecorder* recorder_ = nullptr;  // the daemon's timeline; not owned
+  bool controllers_first_ = false;
 };
 
 // The daemon's modules link from its flags: the kmod resolver over ROOT/lib/modules/VERSION

@@ -1,6 +1,7 @@
 #include "hotplug/modules/modules_handler.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -32,6 +33,9 @@ ModuleToLoad M(const std::string& name, std::vector<std::string> needs = {},
   m.needs = std::move(needs);
   return m;
 }
+
+// qemu-xhci's PCI function: a USB host controller (class 0c0330).
+constexpr char kXhciModalias[] = "pci:v00001B36d0000000Dsv00001AF4sd00001100bc0Csc03i30";
 
 // Answers from a table; "bad" fails; counts calls.
 class FakeResolver final : public Resolver {
@@ -85,6 +89,7 @@ class ModulesHandlerTest : public ::testing::Test {
     kernel_ = std::make_shared<FakeKernel>();
     std::map<std::string, LoadPlan> plans;
     plans["pci:e1000e"] = Plan({M("mii"), M("e1000e", {"mii"}, "debug=1")});
+    plans[kXhciModalias] = Plan({M("usbcore"), M("xhci_hcd", {"usbcore"})});
     plans["pci:broken"] = Plan({M("fw_missing"), M("needs_fw", {"fw_missing"})});
     LoadPlan black;
     black.blacklisted = true;
@@ -136,6 +141,26 @@ TEST_F(ModulesHandlerTest, LoadsTheModulesOfAnAddEventsModalias) {
   EXPECT_EQ(c.at("modules_loaded"), 2u);
   EXPECT_EQ(c.at("modules_failed"), 0u);
   EXPECT_EQ(handler_->Name(), "modules");
+}
+
+// A bus controller's plan goes first (its loads counted, at nice -10 where allowed) once the
+// daemon turns that on; other devices' plans never do.
+TEST_F(ModulesHandlerTest, BusControllersDriversGoFirstWhenTurnedOn) {
+  MakeHandler();
+  Handle(AddEvent(kXhciModalias));
+  EXPECT_EQ(Counters(*handler_).at("modules_first"), 0u) << "off unless the daemon turns it on";
+  kernel_ = std::make_shared<FakeKernel>();
+  MakeHandler();
+  handler_->set_controllers_first(true);
+  Handle(AddEvent("pci:e1000e"));
+  EXPECT_EQ(Counters(*handler_).at("modules_first"), 0u) << "a NIC is no bus controller";
+  Handle(AddEvent(kXhciModalias));
+  EXPECT_EQ(Counters(*handler_).at("modules_first"), 2u);
+  const int boosted = ::geteuid() == 0 ? -10 : 0;
+  std::map<std::string, int> nice;
+  for (const FakeKernel::Call& call : kernel_->calls()) nice[call.name] = call.nice;
+  EXPECT_EQ(nice, (std::map<std::string, int>{
+                      {"mii", 0}, {"e1000e", 0}, {"usbcore", boosted}, {"xhci_hcd", boosted}}));
 }
 
 // Keeps the steps a stage reports for the timeline.
@@ -326,7 +351,7 @@ TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
   const std::vector<std::string> args = {
       "--no-modules", "--modules-root=/img", "--kernel-version", "6.1.0-9-amd64",
       "--modules-serial", "--kernel-cmdline", "a b", "--modules-dry-run-log", "/tmp/x",
-      "--modules-dry-run-delay=0.5", "--exec"};
+      "--modules-dry-run-delay=0.5", "--no-controllers-first", "--exec"};
   FlagReader flags("daemon", args);
   ModulesOptions options;
   int taken = 0;
@@ -340,7 +365,7 @@ TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
       left.push_back(flags.flag());
     }
   }
-  EXPECT_EQ(taken, 7);
+  EXPECT_EQ(taken, 8);
   EXPECT_EQ(left, (std::vector<std::string>{"--exec"}));
   EXPECT_FALSE(options.enabled);
   EXPECT_EQ(options.root, "/img");
@@ -349,6 +374,7 @@ TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
   EXPECT_EQ(options.kernel_cmdline, "a b");
   EXPECT_EQ(options.dry_run_log, "/tmp/x");
   EXPECT_EQ(options.dry_run_delay, absl::Milliseconds(500));
+  EXPECT_FALSE(options.controllers_first);
 
   const std::vector<std::string> bad = {"--kernel-version", "../../etc"};
   FlagReader bad_flags("daemon", bad);

@@ -17,6 +17,9 @@
 #   hotring-4t       hotring's image booted with hotring.modules_threads=4 (the default on
 #                    one or two CPUs; compare hotring-16t)
 #   hotring-16t      hotring's image booted with hotring.modules_threads=16
+#   hotring-fifo     hotring's image booted with hotring.controllers_first=0 (drivers load in
+#                    the order their devices came; by default the USB, storage and SD host
+#                    controllers' drivers go first, at a higher CPU priority)
 #   hotring-hostonly the same with --host-only (only this machine's modaliases: smaller)
 #   mdev             busybox `mdev -d` with the modalias idiom
 #                    `$MODALIAS=.* 0:0 660 @modprobe -b "$MODALIAS"` plus a sysfs modalias scan;
@@ -136,7 +139,7 @@ fi
 # image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid|hotring-needed) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-needed) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -146,7 +149,7 @@ build() {
   echo "bench_boot: building $1" >&2
   case "$1" in
     # shellcheck disable=SC2086
-    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-nohid|hotring-needed)
+    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-needed)
       sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
     # shellcheck disable=SC2086
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
@@ -178,6 +181,7 @@ for run in $(seq 1 "$runs"); do
         hotring-all) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_subsystems" ;;
         hotring-4t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=4" ;;
         hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
+        hotring-fifo) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.controllers_first=0" ;;
         hotring-nohid) ;;
         hotring-needed) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed" ;;
       esac
@@ -213,6 +217,7 @@ for smp in $smps; do
     [ "$i" = hotring-all ] && label="$hotring_label coldplug_subsystems"
     [ "$i" = hotring-4t ] && label="$hotring_label modules_threads=4"
     [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
+    [ "$i" = hotring-fifo ] && label="$hotring_label controllers_first=0"
     [ "$i" = hotring-nohid ] && label="$hotring_label, no HID wait"
     [ "$i" = hotring-needed ] && label="$hotring_label coldplug_needed"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
