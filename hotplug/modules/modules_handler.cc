@@ -58,7 +58,9 @@ const absl::string_view kModulesDaemonUsage =
     "                             the drivers of USB, storage and SD host controllers go\n"
     "                             first, at a higher CPU priority, since the devices behind\n"
     "                             them are enumerated only after them (also\n"
-    "                             hotring.controllers_first=0 on the kernel command line)\n"
+    "                             hotring.controllers_first=0 on the kernel command line;\n"
+    "                             hotring.controllers_nice=N sets their nice value, default\n"
+    "                             -10, 0 for order alone)\n"
     "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
     "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
     "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
@@ -277,6 +279,12 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
     if (options.threads == 0 && absl::ConsumePrefix(&word, "hotring.modules_threads=") &&
         absl::SimpleAtoi(word, &n) && n >= 1 && n <= 64) {
       loader_options.threads = n;
+    }
+    // hotring.controllers_nice=N (-20 to 19): the nice value of a bus controller's load.
+    int nice = 0;
+    if (absl::ConsumePrefix(&word, "hotring.controllers_nice=") && absl::SimpleAtoi(word, &nice) &&
+        nice >= -20 && nice <= 19) {
+      loader_options.first_nice = nice;
     }
   }
   loader_options.install_timeout = install_timeout;
