@@ -6,7 +6,7 @@
 #   - both NICs exist, bound to e1000 and virtio_net (drivers hotring loaded from MODALIAS);
 #   - the USB keyboard is an input device;
 #   - the status counters add up: received = handled, nothing failed or timed out, no overrun,
-#     nothing dropped;
+#     nothing dropped, and the bus controllers' drivers were loaded first (modules_first);
 #   - the loaded modules are exactly those Debian's udev initrd loads (expected_modules.txt);
 #   - the daemon wrote at most 5 lines to the kernel log, and the kernel's rate limit dropped none;
 #   - the guest's timeline (printed with hotring.timeline) makes a report and an SVG picture
@@ -138,6 +138,13 @@ else
   # What a module stage counts, once there is one.
   mf=$(val modules_failed)
   [ -z "$mf" ] || { [ "$mf" = 0 ] && pass "modules_failed = 0" || fail "modules_failed = $mf"; }
+  # The bus controllers' drivers went first: at least the xHCI chain (usb_common, usbcore,
+  # xhci_hcd, xhci_pci) and the IDE controller's (libata, ata_piix, ...).
+  if [ "$arch" = x86_64 ]; then
+    first=$(val modules_first)
+    [ -n "$first" ] && [ "$first" -ge 6 ] && pass "modules_first = $first (bus controllers' drivers first)" ||
+      fail "modules_first = ${first:-absent} (want at least 6: the xHCI and IDE controllers' drivers)"
+  fi
 fi
 
 # The kernel rate-limits /dev/kmsg writers (about 10 lines per 5 s): the daemon must say little
