@@ -30,7 +30,7 @@ bool PciController(absl::string_view modalias) {
       !HexByteAt(modalias, kBaseClass + 4, "sc", sub)) {
     return false;
   }
-  return (base == 0x0c && sub == 0x03) || base == 0x01 || (base == 0x08 && sub == 0x05);
+  return (base == 0x0c && sub == 0x03) || (base == 0x08 && sub == 0x05);
 }
 
 bool OfController(absl::string_view modalias) {
@@ -49,7 +49,7 @@ bool OfController(absl::string_view modalias) {
     const absl::string_view device =
         comma == absl::string_view::npos ? compatible : compatible.substr(comma + 1);
     for (absl::string_view word : {"xhci", "ehci", "ohci", "uhci", "dwc2", "dwc3", "musb",
-                                   "sdhci", "dw-mshc", "mmc", "ahci"}) {
+                                   "sdhci", "dw-mshc", "mmc"}) {
       if (absl::StrContains(device, word)) return true;
     }
   }

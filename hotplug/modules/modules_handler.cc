@@ -55,7 +55,7 @@ const absl::string_view kModulesDaemonUsage =
     "  (hotring.modules_threads=N on the kernel command line: N loads at once; default\n"
     "   2 x CPUs, at least 4, at most 16)\n"
     "  --no-controllers-first     load drivers in the order their devices came; by default\n"
-    "                             the drivers of USB, storage and SD host controllers go\n"
+    "                             the drivers of USB and SD host controllers go\n"
     "                             first, at a higher CPU priority, since the devices behind\n"
     "                             them are enumerated only after them (also\n"
     "                             hotring.controllers_first=0 on the kernel command line;\n"

@@ -43,9 +43,9 @@ struct ModulesOptions {
   std::string dry_run_log;
   absl::Duration dry_run_delay = absl::ZeroDuration();
   size_t threads = 0;  // loads at once; 0: 2 x CPUs, at least 4, at most 16
-  // The drivers of bus controllers first (bus_controller.h): their loads go ahead of the others
-  // and run at a higher CPU priority. --no-controllers-first (or hotring.controllers_first=0)
-  // loads every driver in the order its device came.
+  // The drivers of USB and SD host controllers first (bus_controller.h): their loads go ahead
+  // of the others and run at a higher CPU priority. --no-controllers-first (or
+  // hotring.controllers_first=0) loads every driver in the order its device came.
   bool controllers_first = true;
 };
 

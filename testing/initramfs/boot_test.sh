@@ -138,12 +138,12 @@ else
   # What a module stage counts, once there is one.
   mf=$(val modules_failed)
   [ -z "$mf" ] || { [ "$mf" = 0 ] && pass "modules_failed = 0" || fail "modules_failed = $mf"; }
-  # The bus controllers' drivers went first: at least the xHCI chain (usb_common, usbcore,
-  # xhci_hcd, xhci_pci) and the IDE controller's (libata, ata_piix, ...).
+  # The bus controllers' drivers went first: the xHCI chain (usb_common, usbcore, xhci_hcd,
+  # xhci_pci), and not the IDE controller's.
   if [ "$arch" = x86_64 ]; then
     first=$(val modules_first)
-    [ -n "$first" ] && [ "$first" -ge 6 ] && pass "modules_first = $first (bus controllers' drivers first)" ||
-      fail "modules_first = ${first:-absent} (want at least 6: the xHCI and IDE controllers' drivers)"
+    [ "$first" = 4 ] && pass "modules_first = $first (the xHCI controller's drivers first)" ||
+      fail "modules_first = ${first:-absent} (want 4: usb_common, usbcore, xhci_hcd, xhci_pci)"
   fi
 fi
 
