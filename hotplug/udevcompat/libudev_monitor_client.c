@@ -46,7 +46,11 @@ int main(int argc, char** argv) {
   if (argc < 3) return 2;
   struct udev* udev = udev_new();
   if (udev == NULL) return 3;
-  if (strcmp(argv[1], "enumerate-tag") == 0) return enumerate_tag(udev, argv[2]);
+  if (strcmp(argv[1], "enumerate-tag") == 0) {
+    const int rc = enumerate_tag(udev, argv[2]);
+    udev_unref(udev);
+    return rc;
+  }
   struct udev_monitor* mon = udev_monitor_new_from_netlink(udev, "udev");
   if (mon == NULL) return 4;
   if (strncmp(argv[1], "tag:", 4) == 0) {
