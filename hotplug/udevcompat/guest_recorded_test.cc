@@ -397,5 +397,38 @@ TEST_F(GuestRecordedTest, NetworkInterfacesGetTheirPciIdsAndPath) {
   EXPECT_THAT(Compute("/devices/virtual/net/lo", "net").first, IsEmpty());
 }
 
+// The virtio GPU of the tags' run (`-device virtio-gpu-pci`, at 00:06.0; its drm and fbdev
+// devices hang from the PCI function): udevd's 70-uaccess and 71-seat tags and ID_FOR_SEAT.
+TEST_F(GuestRecordedTest, VirtioGpuDrmDevicesAndFramebufferTags) {
+  const std::string gpu = "/devices/pci0000:00/0000:00:06.0";
+  Add(gpu, "pci", {{"DRIVER", "virtio-pci"}, {"PCI_CLASS", "38000"}, {"PCI_ID", "1AF4:1050"}},
+      {{"class", "0x038000"}, {"vendor", "0x1af4"}, {"device", "0x1050"}});
+  Add(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}},
+      {}, FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}, {}, FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/renderD128", "drm",
+      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}, {"DEVNAME", "dri/renderD128"}}, {},
+      FakeSysfs::Kind::kClass);
+  Add(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}, {"DEVNAME", "fb0"}}, {},
+      FakeSysfs::Kind::kClass);
+  const Properties path = {{"ID_PATH", "pci-0000:00:06.0"}, {"ID_PATH_TAG", "pci-0000_00_06_0"}};
+  // The PCI function has a driver: path_id only, no tag.
+  EXPECT_THAT(Compute(gpu, "pci", {{"DRIVER", "virtio-pci"}}).first, UnorderedElementsAreArray(path));
+  EXPECT_THAT(tags_, IsEmpty());
+  EXPECT_THAT(Compute(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat", "master-of-seat"));
+  EXPECT_THAT(Compute(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("seat", "master-of-seat"));
+  EXPECT_THAT(Compute(gpu + "/drm/renderD128", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}})
+                  .first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat"));
+  EXPECT_THAT(Compute(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "graphics-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::udevcompat
