@@ -117,6 +117,7 @@ class UdevCompatHandlerTest : public ::testing::Test {
       if (n <= 0) break;
       auto props = DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
       EXPECT_TRUE(props.ok()) << props.status();
+      raw_.emplace_back(buf, static_cast<size_t>(n));
       if (props.ok()) out.emplace_back(props->begin(), props->end());
     }
     return out;
@@ -178,7 +179,15 @@ class UdevCompatHandlerTest : public ::testing::Test {
   std::unique_ptr<io::Reactor> reactor_;
   std::unique_ptr<UdevCompatHandler> handler_;
   int listener_ = -1;
+  std::vector<std::string> raw_;  // every datagram Announcements() received, undecoded
 };
+
+// The tag bloom filter of a libudev header (bytes 32..39, big-endian halves).
+uint64_t HeaderBloom(const std::string& datagram) {
+  uint64_t bloom = 0;
+  for (size_t i = 32; i < 40 && i < datagram.size(); ++i) bloom = (bloom << 8) | static_cast<unsigned char>(datagram[i]);
+  return bloom;
+}
 
 TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   AddVirtioDisk();
@@ -370,6 +379,12 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   EXPECT_EQ(messages[1].at("TAGS"), ":master-of-seat:seat:uaccess:");
   EXPECT_EQ(messages[1].at("CURRENT_TAGS"), ":master-of-seat:seat:uaccess:");
   EXPECT_EQ(messages[1].at("ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
+  // The header's bloom filter holds the three tags (what udev_monitor_filter_add_match_tag's
+  // in-kernel filter tests); the untagged PCI device's is empty.
+  ASSERT_EQ(raw_.size(), 2u);
+  EXPECT_EQ(HeaderBloom(raw_[0]), 0u);
+  EXPECT_EQ(HeaderBloom(raw_[1]),
+            TagBloomBits("seat") | TagBloomBits("uaccess") | TagBloomBits("master-of-seat"));
 
   // qemu's seat bridge: its ID_SEAT goes into the database, and the device below imports it.
   const std::string bridge = "/devices/pci0000:00/0000:00:0a.0";
