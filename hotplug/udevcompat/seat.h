@@ -1,7 +1,7 @@
 // The tags and seat properties of udev's own seat rules (systemd 252, Debian 12), computed in
 // process: 70-uaccess.rules ("uaccess"), 71-seat.rules ("seat", "master-of-seat", ID_FOR_SEAT,
 // ID_AUTOSEAT and the path_id import for seat devices) and 73-seat-late.rules (ID_SEAT and its
-// tag). logind, libinput's seat assignment and wlroots' session code read them through libudev
+// tag). logind, libinput's seat assignment and wlroots' seat code read them through libudev
 // (the device's tags, `udev_enumerate_add_match_tag`, a monitor's tag filter). Pure: the device
 // is read through a SysfsView; the kernel command line and the parent's ID_SEAT are given.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_SEAT_H_
