@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,14 @@ bool ValidFileName(absl::string_view name) {
 }
 
 }  // namespace
+
+bool ValidTagName(absl::string_view tag) {
+  if (tag.empty() || tag.size() > 200) return false;
+  for (char c : tag) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
 
 absl::StatusOr<std::string> DeviceId(const Event& event) {
   std::string id;
@@ -67,8 +76,12 @@ std::string FormatDatabaseEntry(const DatabaseEntry& entry) {
     }
     absl::StrAppend(&out, "E:", key, "=", value, "\n");
   }
-  for (const std::string& tag : entry.tags) absl::StrAppend(&out, "G:", tag, "\n");
-  for (const std::string& tag : entry.tags) absl::StrAppend(&out, "Q:", tag, "\n");
+  for (const std::string& tag : entry.tags) {
+    if (ValidTagName(tag)) absl::StrAppend(&out, "G:", tag, "\n");
+  }
+  for (const std::string& tag : entry.current_tags) {
+    if (ValidTagName(tag)) absl::StrAppend(&out, "Q:", tag, "\n");
+  }
   absl::StrAppend(&out, "V:1\n");
   return out;
 }
@@ -94,6 +107,9 @@ DatabaseEntry ParseDatabaseEntry(absl::string_view text) {
       }
       case 'G':
         entry.tags.emplace_back(value);
+        break;
+      case 'Q':
+        entry.current_tags.emplace_back(value);
         break;
       default:
         break;
@@ -174,6 +190,44 @@ absl::Status DatabaseDir::Remove(absl::string_view id) const {
   const std::string name(id);
   if (::unlinkat(dir->get(), name.c_str(), 0) != 0 && errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("unlink(", path_, "/data/", name, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> DatabaseDir::TagDir(absl::string_view tag, bool create) const {
+  if (!ValidTagName(tag)) return absl::InvalidArgumentError(absl::StrCat("tag '", tag, "'"));
+  if (create && ::mkdirat(fd_.get(), "tags", 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/tags)"));
+  }
+  UniqueFd tags(::openat(fd_.get(), "tags", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!tags.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/tags)"));
+  const std::string name(tag);
+  if (create && ::mkdirat(tags.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/tags/", name, ")"));
+  }
+  UniqueFd dir(::openat(tags.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/tags/", name, ")"));
+  return dir;
+}
+
+absl::Status DatabaseDir::AddTag(absl::string_view tag, absl::string_view id) const {
+  if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, TagDir(tag, /*create=*/true));
+  const std::string name(id);
+  // As udevd touches it: an existing file is kept; the mode is 0444 whatever the umask.
+  UniqueFd file(::openat(dir.get(), name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/tags/", tag, "/", name, ")"));
+  (void)::fchmod(file.get(), 0444);
+  return absl::OkStatus();
+}
+
+absl::Status DatabaseDir::RemoveTag(absl::string_view tag, absl::string_view id) const {
+  if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
+  absl::StatusOr<UniqueFd> dir = TagDir(tag, /*create=*/false);
+  if (!dir.ok()) return absl::IsNotFound(dir.status()) ? absl::OkStatus() : dir.status();
+  const std::string name(id);
+  if (::unlinkat(dir->get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return ErrnoStatus(absl::StrCat("unlink(", path_, "/tags/", tag, "/", name, ")"));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 // The udev database libudev reads: /run/udev/data/<id>, one file per device with its links
-// (S:), initialization time (I:), properties (E:) and tags (G:, Q:). Formatting and parsing are
+// (S:), initialization time (I:), properties (E:) and tags (G:, Q:), and the tag index
+// /run/udev/tags/<tag>/<id>. Formatting and parsing are
 // pure; DatabaseDir writes a file atomically (a temporary file renamed over the old one), so a
 // reader sees the old or the new entry, never half of one.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
@@ -24,8 +25,13 @@ struct DatabaseEntry {
   std::vector<std::string> links;  // relative to /dev: "disk/by-uuid/1234-ABCD" (S:)
   uint64_t usec_initialized = 0;   // CLOCK_MONOTONIC microseconds of the first handling (I:)
   Properties properties;           // set by hotring, not the kernel's (E:)
-  std::vector<std::string> tags;   // G: and Q:
+  std::vector<std::string> tags;          // every tag the device has had since it appeared (G:)
+  std::vector<std::string> current_tags;  // the tags its last event set (Q:)
 };
+
+// True for a name udev's rules accept as a TAG (letters, digits, '-', '_'; at most 200), which
+// is also safe as a file name under /run/udev/tags.
+[[nodiscard]] bool ValidTagName(absl::string_view tag);
 
 // libudev's device id, the database file's name: "b8:1" / "c13:64" for devices with a node,
 // "n3" for a network interface, "+drivers:usb:usbhid" for a driver, "+input:input5" otherwise.
@@ -33,7 +39,8 @@ struct DatabaseEntry {
 [[nodiscard]] absl::StatusOr<std::string> DeviceId(const Event& event);
 
 // The file's text: S:, I:, E:, G:, Q: lines and "V:1", as sd-device writes them. Values with a
-// newline cannot be stored (a reader would split them): such properties are left out.
+// newline cannot be stored (a reader would split them): such properties are left out, and so
+// are tags that are not valid tag names.
 [[nodiscard]] std::string FormatDatabaseEntry(const DatabaseEntry& entry);
 
 // Reads back what FormatDatabaseEntry wrote (unknown lines are skipped).
@@ -51,11 +58,18 @@ class DatabaseDir {
   [[nodiscard]] absl::StatusOr<std::string> Read(absl::string_view id) const;
   // Removes data/<id>; OK when it was not there.
   absl::Status Remove(absl::string_view id) const;
+  // tags/<tag>/<id>, the empty file (mode 0444) libudev's enumerate-by-tag lists; the tag's
+  // directory is made on first use. InvalidArgument for a tag that is not a valid tag name.
+  absl::Status AddTag(absl::string_view tag, absl::string_view id) const;
+  // Removes tags/<tag>/<id>; OK when it was not there.
+  absl::Status RemoveTag(absl::string_view tag, absl::string_view id) const;
   [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
   DatabaseDir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
   absl::StatusOr<UniqueFd> DataDir(bool create) const;
+  // tags/<tag> (made when `create`), never through a symlink.
+  absl::StatusOr<UniqueFd> TagDir(absl::string_view tag, bool create) const;
   UniqueFd fd_;
   std::string path_;
 };

@@ -17,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 Event Make(std::string subsystem, std::string devpath, std::string major = "", std::string minor = "",
            std::vector<std::pair<std::string, std::string>> env = {}) {
@@ -52,16 +53,31 @@ TEST(DatabaseEntry, FormatsAsSdDeviceAndParsesBack) {
   e.links = {"disk/by-uuid/1234-ABCD", "disk/by-label/BOOT"};
   e.usec_initialized = 1234567;
   e.properties = {{"ID_FS_TYPE", "vfat"}, {"ID_FS_LABEL", "BOOT"}, {"BAD", "a\nE:INJECTED=1"}};
-  e.tags = {"seat"};
+  // G: every tag the device had, Q: the last event's; a name no rule could set is left out.
+  e.tags = {"seat", "uaccess", "bad:tag"};
+  e.current_tags = {"seat", "x\nE:INJECTED=1"};
   const std::string text = FormatDatabaseEntry(e);
   EXPECT_EQ(text,
             "S:disk/by-uuid/1234-ABCD\nS:disk/by-label/BOOT\nI:1234567\nE:ID_FS_TYPE=vfat\n"
-            "E:ID_FS_LABEL=BOOT\nG:seat\nQ:seat\nV:1\n");
+            "E:ID_FS_LABEL=BOOT\nG:seat\nG:uaccess\nQ:seat\nV:1\n");
   const DatabaseEntry back = ParseDatabaseEntry(text);
   EXPECT_EQ(back.links, e.links);
   EXPECT_EQ(back.usec_initialized, 1234567u);
   EXPECT_THAT(back.properties, ElementsAre(Pair("ID_FS_TYPE", "vfat"), Pair("ID_FS_LABEL", "BOOT")));
-  EXPECT_THAT(back.tags, ElementsAre("seat"));
+  EXPECT_THAT(back.tags, ElementsAre("seat", "uaccess"));
+  EXPECT_THAT(back.current_tags, ElementsAre("seat"));
+}
+
+TEST(ValidTagName, AsUdevRulesAcceptThem) {
+  EXPECT_TRUE(ValidTagName("seat"));
+  EXPECT_TRUE(ValidTagName("master-of-seat"));
+  EXPECT_TRUE(ValidTagName("seat-pci-pci-0000_00_0a_0"));
+  EXPECT_FALSE(ValidTagName(""));
+  EXPECT_FALSE(ValidTagName(".."));
+  EXPECT_FALSE(ValidTagName("a/b"));
+  EXPECT_FALSE(ValidTagName("a:b"));
+  EXPECT_FALSE(ValidTagName("seat 1"));
+  EXPECT_FALSE(ValidTagName(std::string(201, 'a')));
 }
 
 std::string TempDir(const char* name) {
@@ -103,6 +119,34 @@ TEST(DatabaseDir, WritesAtomicallyReadsAndRemoves) {
   EXPECT_TRUE(List(run + "/data").empty());
   EXPECT_TRUE(db->Remove("b254:1").ok());  // already gone: fine
   EXPECT_TRUE(absl::IsNotFound(db->Read("b254:1").status()));
+}
+
+TEST(DatabaseDir, TagIndexFilesAsUdevdMakesThem) {
+  const std::string run = TempDir("run_udev_tags");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(db->AddTag("seat", "+input:input4").ok());
+  ASSERT_TRUE(db->AddTag("seat", "c13:66").ok());
+  ASSERT_TRUE(db->AddTag("seat", "c13:66").ok());  // already there: kept
+  ASSERT_TRUE(db->AddTag("uaccess", "c13:66").ok());
+  EXPECT_THAT(List(run + "/tags"), UnorderedElementsAre("seat", "uaccess"));
+  EXPECT_THAT(List(run + "/tags/seat"), UnorderedElementsAre("+input:input4", "c13:66"));
+  struct stat st;
+  ASSERT_EQ(stat((run + "/tags/seat/c13:66").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0444u);
+  EXPECT_EQ(st.st_size, 0);
+  ASSERT_EQ(stat((run + "/tags/seat").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_TRUE(db->RemoveTag("seat", "c13:66").ok());
+  EXPECT_TRUE(db->RemoveTag("seat", "c13:66").ok());     // already gone: fine
+  EXPECT_TRUE(db->RemoveTag("absent", "c13:66").ok());   // no such tag directory: fine
+  EXPECT_THAT(List(run + "/tags/seat"), ElementsAre("+input:input4"));
+  // Names that would leave the directory.
+  EXPECT_FALSE(db->AddTag("..", "c13:66").ok());
+  EXPECT_FALSE(db->AddTag("a/b", "c13:66").ok());
+  EXPECT_FALSE(db->AddTag("seat", "../x").ok());
+  EXPECT_FALSE(db->RemoveTag("../tags", "x").ok());
+  EXPECT_THAT(List(run), UnorderedElementsAre("tags"));
 }
 
 TEST(DatabaseDir, RefusesIdsThatLeaveTheDirectory) {

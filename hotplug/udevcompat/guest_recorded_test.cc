@@ -15,6 +15,7 @@
 #include "hotplug/event.h"
 #include "hotplug/udevcompat/builtins.h"
 #include "hotplug/udevcompat/links.h"
+#include "hotplug/udevcompat/seat.h"
 #include "hotplug/udevcompat/sysfs_view.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
 #include "testing/fake_sysfs.h"
@@ -75,8 +76,9 @@ class GuestRecordedTest : public ::testing::Test {
                         const std::string& descriptors_hex, const std::string& hid_id,
                         const std::string& subclass, const std::string& protocol) {
     Add(kXhci, "pci", {{"PCI_ID", "1B36:000D"}}, {{"vendor", "0x1b36"}, {"device", "0x000d"}});
+    // bDeviceClass: a root hub's is 09; the devices' is their descriptors' fifth byte (00).
     Add(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}},
-        {{"idVendor", "1d6b"}, {"idProduct", "0002"}});
+        {{"idVendor", "1d6b"}, {"idProduct", "0002"}, {"bDeviceClass", "09"}});
     const std::string dev = absl::StrCat(kXhci, "/usb1/1-", port);
     Add(dev, "usb", {{"DEVTYPE", "usb_device"}, {"PRODUCT", "627/1/0"}},
         {{"idVendor", "0627"},
@@ -85,6 +87,7 @@ class GuestRecordedTest : public ::testing::Test {
          {"product", product},
          {"serial", serial},
          {"bcdDevice", "0000"},
+         {"bDeviceClass", "00"},
          {"descriptors", absl::HexStringToBytes(descriptors_hex)}});
     const std::string intf = absl::StrCat(dev, "/1-", port, ":1.0");
     Add(intf, "usb", {{"DEVTYPE", "usb_interface"}},
@@ -136,11 +139,13 @@ class GuestRecordedTest : public ::testing::Test {
     std::string probe_error;
     Properties props = ComputeProperties(view, e, "/nonexistent", {}, &probe_error);
     EXPECT_EQ(probe_error, "");
+    tags_ = ApplySeatRules(view, e, {}, props);
     std::vector<std::string> links = PersistentLinks(e, props, ReadLinkFacts(view, devpath), nullptr);
     return {std::move(props), std::move(links)};
   }
 
   std::optional<FakeSysfs> sys_;
+  std::vector<std::string> tags_;  // the last Compute's tags (udevd's guest: "seat" only)
 };
 
 // The guest's capability bitmaps (`=== sysfs`).
@@ -255,9 +260,13 @@ TEST_F(GuestRecordedTest, UsbKeyboard) {
       With({{"ID_INPUT", "1"}, {"ID_INPUT_KEY", "1"}, {"ID_INPUT_KEYBOARD", "1"}},
            With(UsbIdentity("Keyboard", "68284-0000:00:05.0-1", ":030101:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0"}}));
-  EXPECT_THAT(Compute(input, "input").first, UnorderedElementsAreArray(expected));
+  // 71-seat.rules tags inputN (not its event node) "seat" with its ID_FOR_SEAT.
+  EXPECT_THAT(Compute(input, "input").first,
+              UnorderedElementsAreArray(With(expected, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_1_1_0"}})));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
   const auto [props, links] = Compute(absl::StrCat(input, "/event2"), "input", {{"DEVNAME", "input/event2"}});
   EXPECT_THAT(props, UnorderedElementsAreArray(expected));
+  EXPECT_THAT(tags_, IsEmpty());
   EXPECT_THAT(links, UnorderedElementsAre(
                          "input/by-id/usb-QEMU_QEMU_USB_Keyboard_68284-0000:00:05.0-1-event-kbd",
                          "input/by-path/pci-0000:00:05.0-usb-0:1:1.0-event-kbd"));
@@ -281,10 +290,15 @@ TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
       With({{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}},
            With(UsbIdentity("Tablet", "28754-0000:00:05.0-3", ":030000:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:3:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_3_1_0"}}));
-  EXPECT_THAT(Compute(mouse, "input").first, UnorderedElementsAreArray(expected_mouse));
-  EXPECT_THAT(Compute(tablet, "input").first, UnorderedElementsAreArray(expected_tablet));
+  EXPECT_THAT(Compute(mouse, "input").first,
+              UnorderedElementsAreArray(With(expected_mouse, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_2_1_0"}})));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
+  EXPECT_THAT(Compute(tablet, "input").first,
+              UnorderedElementsAreArray(With(expected_tablet, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_3_1_0"}})));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
   auto [props, links] = Compute(absl::StrCat(mouse, "/mouse1"), "input", {{"DEVNAME", "input/mouse1"}});
   EXPECT_THAT(props, UnorderedElementsAreArray(expected_mouse));
+  EXPECT_THAT(tags_, IsEmpty());
   EXPECT_THAT(links, UnorderedElementsAre("input/by-id/usb-QEMU_QEMU_USB_Mouse_89126-0000:00:05.0-2-mouse",
                                           "input/by-path/pci-0000:00:05.0-usb-0:2:1.0-mouse"));
   std::tie(props, links) = Compute(absl::StrCat(tablet, "/event4"), "input", {{"DEVNAME", "input/event4"}});
@@ -310,6 +324,13 @@ TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
                                           Pair("ID_SERIAL", "noserial"), Pair("ID_PATH", "platform-i8042-serio-1"),
                                           Pair("ID_PATH_TAG", "platform-i8042-serio-1")));
   EXPECT_THAT(links, ElementsAre("input/by-path/platform-i8042-serio-1-mouse"));
+  EXPECT_THAT(tags_, IsEmpty());
+  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio0/input/input0", "input").first, "ID_FOR_SEAT"),
+            "input-platform-i8042-serio-0");
+  EXPECT_THAT(tags_, ElementsAre("seat"));
+  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio1/input/input3", "input").first, "ID_FOR_SEAT"),
+            "input-platform-i8042-serio-1");
+  EXPECT_THAT(tags_, ElementsAre("seat"));
 }
 
 TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
@@ -323,18 +344,26 @@ TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
       {}, FakeSysfs::Kind::kClass);
   EXPECT_THAT(Compute(kXhci, "pci").first,
               ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0"), Pair("ID_PATH_TAG", "pci-0000_00_05_0")));
-  // The root hub: no port in its name, so the path stops at the controller.
+  EXPECT_THAT(tags_, IsEmpty());
+  // The root hub: no port in its name, so the path stops at the controller. Hubs and class-00
+  // devices are "seat" ports.
   const Properties hub = Compute(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
   EXPECT_EQ(PropertyValue(hub, "ID_PATH"), "pci-0000:00:05.0");
-  EXPECT_EQ(PropertyValue(Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first,
-                          "ID_PATH"),
-            "pci-0000:00:05.0-usb-0:1");
+  EXPECT_EQ(PropertyValue(hub, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
+  EXPECT_THAT(tags_, ElementsAre("seat"));
+  const Properties keyboard = Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
+  EXPECT_EQ(PropertyValue(keyboard, "ID_PATH"), "pci-0000:00:05.0-usb-0:1");
+  EXPECT_EQ(PropertyValue(keyboard, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
+  EXPECT_THAT(tags_, ElementsAre("seat"));
   EXPECT_THAT(Compute(absl::StrCat(kXhci, "/usb1/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}).first,
               ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"),
                           Pair("ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0")));
+  EXPECT_THAT(tags_, IsEmpty());
   EXPECT_THAT(Compute(absl::StrCat(hid, "/input/input4/input4::capslock"), "leds").first,
               ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"),
-                          Pair("ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0")));
+                          Pair("ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0"),
+                          Pair("ID_FOR_SEAT", "leds-pci-0000_00_05_0-usb-0_1_1_0")));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
   EXPECT_THAT(Compute("/devices/platform/i8042", "platform").first,
               ElementsAre(Pair("ID_PATH", "platform-i8042"), Pair("ID_PATH_TAG", "platform-i8042")));
   EXPECT_THAT(Compute("/devices/platform/floppy.0", "platform").first,
@@ -344,6 +373,7 @@ TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
                                             {{"DEVTYPE", "disk"}, {"DEVNAME", "fd0"}});
   EXPECT_THAT(fd_props, IsEmpty());
   EXPECT_THAT(fd_links, IsEmpty());
+  EXPECT_THAT(tags_, IsEmpty());
 }
 
 TEST_F(GuestRecordedTest, NetworkInterfacesGetTheirPciIdsAndPath) {
@@ -365,6 +395,39 @@ TEST_F(GuestRecordedTest, NetworkInterfacesGetTheirPciIdsAndPath) {
                                    Pair("ID_MODEL_ID", "0x1000"), Pair("ID_PATH", "pci-0000:00:04.0"),
                                    Pair("ID_PATH_TAG", "pci-0000_00_04_0")));
   EXPECT_THAT(Compute("/devices/virtual/net/lo", "net").first, IsEmpty());
+}
+
+// The virtio GPU of the tags' run (`-device virtio-gpu-pci`, at 00:06.0; its drm and fbdev
+// devices hang from the PCI function): udevd's 70-uaccess and 71-seat tags and ID_FOR_SEAT.
+TEST_F(GuestRecordedTest, VirtioGpuDrmDevicesAndFramebufferTags) {
+  const std::string gpu = "/devices/pci0000:00/0000:00:06.0";
+  Add(gpu, "pci", {{"DRIVER", "virtio-pci"}, {"PCI_CLASS", "38000"}, {"PCI_ID", "1AF4:1050"}},
+      {{"class", "0x038000"}, {"vendor", "0x1af4"}, {"device", "0x1050"}});
+  Add(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}},
+      {}, FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}, {}, FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/renderD128", "drm",
+      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}, {"DEVNAME", "dri/renderD128"}}, {},
+      FakeSysfs::Kind::kClass);
+  Add(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}, {"DEVNAME", "fb0"}}, {},
+      FakeSysfs::Kind::kClass);
+  const Properties path = {{"ID_PATH", "pci-0000:00:06.0"}, {"ID_PATH_TAG", "pci-0000_00_06_0"}};
+  // The PCI function has a driver: path_id only, no tag.
+  EXPECT_THAT(Compute(gpu, "pci", {{"DRIVER", "virtio-pci"}}).first, UnorderedElementsAreArray(path));
+  EXPECT_THAT(tags_, IsEmpty());
+  EXPECT_THAT(Compute(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat", "master-of-seat"));
+  EXPECT_THAT(Compute(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("seat", "master-of-seat"));
+  EXPECT_THAT(Compute(gpu + "/drm/renderD128", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}})
+                  .first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat"));
+  EXPECT_THAT(Compute(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}}).first,
+              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "graphics-pci-0000_00_06_0"}})));
+  EXPECT_THAT(tags_, ElementsAre("seat"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hotplug/udevcompat/database.h"
 #include "hotplug/udevcompat/monitor.h"
 #include "io/netlink.h"
 #include "testing/uevent_injector.h"
@@ -80,6 +82,7 @@ TEST(LibudevMonitorTest, UdevMonitorReceivesOurAnnouncementThroughItsFilter) {
   EXPECT_EQ(rc, 0) << absl::StrJoin(lines, "\n");
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.front(), "device");
+  EXPECT_THAT(lines, Contains("syspath=/sys/devices/virtual/hotring_test/input/input9/event9"));
   EXPECT_THAT(lines, Contains("ACTION=change"));
   EXPECT_THAT(lines, Contains("SUBSYSTEM=input"));
   EXPECT_THAT(lines, Contains("DEVPATH=/devices/virtual/hotring_test/input/input9/event9"));
@@ -89,6 +92,85 @@ TEST(LibudevMonitorTest, UdevMonitorReceivesOurAnnouncementThroughItsFilter) {
   EXPECT_THAT(lines, Contains("DEVLINKS=/dev/input/by-path/platform-i8042-serio-0-event-kbd"));
   EXPECT_THAT(lines, Contains("initialized=1"));
   EXPECT_THAT(lines, Not(Contains("SUBSYSTEM=block")));
+}
+
+// Lines of `client` until EOF, and its exit status.
+std::pair<std::vector<std::string>, int> Finish(FILE* client) {
+  std::vector<std::string> lines;
+  for (std::string line = ReadLine(client); !line.empty(); line = ReadLine(client)) lines.push_back(line);
+  return {lines, pclose(client)};
+}
+
+TEST(LibudevMonitorTest, TagFilterReceivesOnlyAnnouncementsWithTheTag) {
+  EnterNamespaces();
+  if (HasFatalFailure()) return;
+  FILE* client = popen("hotplug/udevcompat/libudev_monitor_client tag:seat 1", "r");
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(ReadLine(client), "ready");
+  absl::StatusOr<UniqueFd> sender = io::OpenUeventSender();
+  ASSERT_TRUE(sender.ok()) << sender.status();
+  // Untagged, then tagged "uaccess" only: the kernel's bloom filter drops both (were one let
+  // through, it would be the one device the client prints).
+  absl::StatusOr<std::string> untagged = EncodeMonitorMessage(
+      Message("input", "/devices/virtual/hotring_test/input/input8/event8", "7", {}));
+  ASSERT_TRUE(untagged.ok());
+  MonitorMessage uaccess = Message("sound", "/devices/virtual/hotring_test/sound/card9/controlC9", "8",
+                                   {{"TAGS", ":uaccess:"}, {"CURRENT_TAGS", ":uaccess:"}});
+  uaccess.tags = {"uaccess"};
+  absl::StatusOr<std::string> uaccess_only = EncodeMonitorMessage(uaccess);
+  ASSERT_TRUE(uaccess_only.ok());
+  MonitorMessage seat = Message("input", "/devices/virtual/hotring_test/input/input9", "9",
+                                {{"ID_FOR_SEAT", "input-platform-i8042-serio-0"},
+                                 {"TAGS", ":seat:uaccess:"}, {"CURRENT_TAGS", ":seat:"}});
+  seat.tags = {"seat", "uaccess"};
+  absl::StatusOr<std::string> tagged = EncodeMonitorMessage(seat);
+  ASSERT_TRUE(tagged.ok());
+  for (const std::string* m : {&*untagged, &*uaccess_only, &*tagged}) {
+    ASSERT_TRUE(io::SendToGroup(sender->get(), kUdevMonitorGroup, *m).ok());
+  }
+  const auto [lines, rc] = Finish(client);
+  EXPECT_EQ(rc, 0) << absl::StrJoin(lines, "\n");
+  EXPECT_THAT(lines, Contains("SEQNUM=9"));
+  EXPECT_THAT(lines, Contains("ID_FOR_SEAT=input-platform-i8042-serio-0"));
+  EXPECT_THAT(lines, Contains("tag=seat"));
+  EXPECT_THAT(lines, Contains("tag=uaccess"));
+  EXPECT_THAT(lines, Not(Contains("SEQNUM=7")));
+  EXPECT_THAT(lines, Not(Contains("SEQNUM=8")));
+}
+
+// udev_enumerate_add_match_tag lists /run/udev/tags/<tag>/ and reads each device's entry: what
+// DatabaseDir writes, for the machine's /dev/null (c1:3), in this test's private /run.
+TEST(LibudevMonitorTest, EnumerateByTagFindsOurTagIndexAndEntry) {
+  EnterNamespaces();
+  if (HasFatalFailure()) return;
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open("/run/udev");
+  ASSERT_TRUE(db.ok()) << db.status();
+  DatabaseEntry entry;
+  entry.usec_initialized = 42;
+  entry.properties = {{"ID_FOR_SEAT", "mem-test"}};
+  entry.tags = {"hotring-test", "seat"};
+  entry.current_tags = {"seat"};
+  ASSERT_TRUE(db->Write("c1:3", FormatDatabaseEntry(entry)).ok());
+  for (const std::string& tag : entry.tags) ASSERT_TRUE(db->AddTag(tag, "c1:3").ok());
+  FILE* client = popen("hotplug/udevcompat/libudev_monitor_client enumerate-tag hotring-test", "r");
+  ASSERT_NE(client, nullptr);
+  const auto [lines, rc] = Finish(client);
+  EXPECT_EQ(rc, 0) << absl::StrJoin(lines, "\n");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "device"), 1) << absl::StrJoin(lines, "\n");
+  EXPECT_THAT(lines, Contains("syspath=/sys/devices/virtual/mem/null"));
+  EXPECT_THAT(lines, Contains("ID_FOR_SEAT=mem-test"));
+  // sd-device joins its tag set in hash order.
+  EXPECT_THAT(lines, Contains(::testing::AnyOf("TAGS=:hotring-test:seat:", "TAGS=:seat:hotring-test:")));
+  EXPECT_THAT(lines, Contains("CURRENT_TAGS=:seat:"));
+  EXPECT_THAT(lines, Contains("tag=seat"));
+  EXPECT_THAT(lines, Contains("initialized=1"));
+  // Without the index file the device is not listed, whatever its entry says.
+  ASSERT_TRUE(db->RemoveTag("hotring-test", "c1:3").ok());
+  client = popen("hotplug/udevcompat/libudev_monitor_client enumerate-tag hotring-test", "r");
+  ASSERT_NE(client, nullptr);
+  const auto [after, rc2] = Finish(client);
+  EXPECT_EQ(rc2, 0);
+  EXPECT_THAT(after, ::testing::IsEmpty());
 }
 
 }  // namespace

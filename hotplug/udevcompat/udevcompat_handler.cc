@@ -18,6 +18,7 @@
 #include "hotplug/udevcompat/links.h"
 #include "hotplug/udevcompat/monitor.h"
 #include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/udevcompat/seat.h"
 #include "io/netlink.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -186,13 +187,9 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
   }
   // 50-udev-default.rules: SUBSYSTEM=="pci|usb|platform", IMPORT{builtin}="path_id" (what
   // consumers such as libinput's device groups read from a parent); 80-net-setup-link.rules for
-  // net; 71-seat.rules for the devices it tags "seat" (leds, backlight, fb*, sound card*) that
-  // have no ID_PATH yet.
-  const bool seat = event.subsystem == "leds" || event.subsystem == "backlight" ||
-                    (event.subsystem == "graphics" && absl::StartsWith(kernel, "fb")) ||
-                    (event.subsystem == "sound" && absl::StartsWith(kernel, "card"));
+  // net. (71-seat.rules' path_id for the devices it tags is ApplySeatRules'.)
   if (event.subsystem == "pci" || event.subsystem == "usb" || event.subsystem == "platform" ||
-      event.subsystem == "net" || (seat && PropertyValue(props, "ID_PATH").empty())) {
+      event.subsystem == "net") {
     Merge(props, PathId(view, event.devpath));
   }
   return props;
@@ -202,13 +199,37 @@ struct UdevCompatHandler::Shared {
   Options options;
   DatabaseDir db;
   rules::DevRoot dev_root;
+  std::optional<std::string> nomodeset;  // from the kernel command line, read once
 };
 
 namespace {
 
+// The database entry of the device at `devpath` as its last event left it, or nullopt.
+std::optional<DatabaseEntry> EntryOf(const SysfsView& view, const DatabaseDir& db, absl::string_view devpath) {
+  Event e;
+  e.subsystem = SubsystemOf(view, devpath);
+  e.devpath = std::string(devpath);
+  e.major = UeventValue(view, devpath, "MAJOR").value_or("");
+  e.minor = UeventValue(view, devpath, "MINOR").value_or("");
+  if (std::optional<std::string> ifindex = UeventValue(view, devpath, "IFINDEX"); ifindex.has_value()) {
+    e.env.emplace_back("IFINDEX", *ifindex);
+  }
+  absl::StatusOr<std::string> id = DeviceId(e);
+  if (!id.ok()) return std::nullopt;
+  absl::StatusOr<std::string> text = db.Read(*id);
+  if (!text.ok()) return std::nullopt;
+  return ParseDatabaseEntry(*text);
+}
+
+// ":a:b:", as sd-device joins a tag set for TAGS= and CURRENT_TAGS=.
+std::string JoinTags(const std::vector<std::string>& tags) {
+  return tags.empty() ? "" : absl::StrCat(":", absl::StrJoin(tags, ":"), ":");
+}
+
 // Everything but the send, on a pool thread.
 UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
-                                   const rules::DevRoot& dev_root, const Event& event) {
+                                   const rules::DevRoot& dev_root, const std::optional<std::string>& nomodeset,
+                                   const Event& event) {
   UdevCompatHandler::Outcome out;
   absl::StatusOr<std::string> id = DeviceId(event);
   if (!id.ok()) {
@@ -229,23 +250,29 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   if (remove) {
     entry = old;
   } else {
+    // The parent's entry: a partition imports its disk's ID_*, and every device its ID_SEAT.
+    const std::optional<std::string> parent = ParentOf(view, event.devpath);
+    const std::optional<DatabaseEntry> parent_entry =
+        parent.has_value() ? EntryOf(view, db, *parent) : std::nullopt;
     Properties parent_disk;
-    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition") {
-      if (std::optional<std::string> disk = ParentOf(view, event.devpath); disk.has_value()) {
-        Event disk_event;
-        disk_event.subsystem = "block";
-        disk_event.devpath = *disk;
-        disk_event.major = UeventValue(view, *disk, "MAJOR").value_or("");
-        disk_event.minor = UeventValue(view, *disk, "MINOR").value_or("");
-        if (absl::StatusOr<std::string> disk_id = DeviceId(disk_event); disk_id.ok()) {
-          if (absl::StatusOr<std::string> text = db.Read(*disk_id); text.ok()) {
-            parent_disk = ParseDatabaseEntry(*text).properties;
-          }
-        }
-      }
+    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" && parent_entry.has_value()) {
+      parent_disk = parent_entry->properties;
     }
     std::string probe_error;
     entry.properties = ComputeProperties(view, event, dev_root.path(), parent_disk, &probe_error);
+    SeatContext seat{.nomodeset = nomodeset};
+    if (parent_entry.has_value()) {
+      seat.parent_id_seat = std::string(PropertyValue(parent_entry->properties, "ID_SEAT"));
+    }
+    entry.current_tags = ApplySeatRules(view, event, seat, entry.properties);
+    // Tags stay with the device until it is removed (sd-device copies the old entry's tags);
+    // the current ones are this event's.
+    entry.tags = old.tags;
+    for (const std::string& tag : entry.current_tags) {
+      if (std::find(entry.tags.begin(), entry.tags.end(), tag) == entry.tags.end()) entry.tags.push_back(tag);
+    }
+    std::sort(entry.tags.begin(), entry.tags.end());
+    std::sort(entry.current_tags.begin(), entry.current_tags.end());
     if (!probe_error.empty()) {
       ++out.probe_errors;
       out.errors.push_back(absl::StrCat("probe: ", probe_error));
@@ -294,7 +321,17 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   // The database, before the announcement: a monitor client may look the device up at once.
   const bool has_devnum = !event.major.empty() && event.major != "0";
   const bool has_ifindex = event.Get("IFINDEX").has_value();
-  if (remove || (entry.properties.empty() && entry.links.empty() && !has_devnum && !has_ifindex)) {
+  // The tag index first (libudev's enumerate-by-tag lists it, then reads the entry): every tag
+  // the device has, or, on remove, had.
+  for (const std::string& tag : entry.tags) {
+    const absl::Status s = remove ? db.RemoveTag(tag, *id) : db.AddTag(tag, *id);
+    if (!s.ok()) {
+      ++out.failures;
+      out.errors.push_back(std::string(s.message()));
+    }
+  }
+  if (remove || (entry.properties.empty() && entry.links.empty() && entry.tags.empty() && !has_devnum &&
+                 !has_ifindex)) {
     if (absl::Status s = db.Remove(*id); !s.ok()) {
       ++out.failures;
       out.errors.push_back(std::string(s.message()));
@@ -331,6 +368,11 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   if (entry.usec_initialized > 0) {
     message.properties.emplace_back("USEC_INITIALIZED", absl::StrCat(entry.usec_initialized));
   }
+  // The tags: as properties for sd-device's parser, and in the header's bloom filter for the
+  // in-kernel filter of udev_monitor_filter_add_match_tag users. A remove carries the tags the
+  // device had.
+  if (!entry.tags.empty()) message.properties.emplace_back("TAGS", JoinTags(entry.tags));
+  if (!entry.current_tags.empty()) message.properties.emplace_back("CURRENT_TAGS", JoinTags(entry.current_tags));
   if (!options.monitor) return out;
   absl::StatusOr<std::string> datagram = EncodeMonitorMessage(message);
   if (!datagram.ok()) {
@@ -350,7 +392,15 @@ absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Opt
   if (options.monitor) {
     HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
   }
-  auto shared = std::make_shared<Shared>(Shared{options, std::move(db), std::move(dev_root)});
+  // nomodeset (71-seat.rules' IMPORT{cmdline}) cannot change while the kernel runs.
+  std::optional<std::string> nomodeset;
+  if (!options.kernel_cmdline.empty()) {
+    UniqueFd f(::open(options.kernel_cmdline.c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[4096];
+    const ssize_t n = f.valid() ? ::read(f.get(), buf, sizeof(buf)) : -1;
+    if (n > 0) nomodeset = KernelCmdlineValue(absl::string_view(buf, static_cast<size_t>(n)), "nomodeset");
+  }
+  auto shared = std::make_shared<Shared>(Shared{options, std::move(db), std::move(dev_root), std::move(nomodeset)});
   return std::unique_ptr<UdevCompatHandler>(
       new UdevCompatHandler(std::move(options), std::move(shared), std::move(sender)));
 }
@@ -368,7 +418,7 @@ Task<HandlerResult> UdevCompatHandler::Handle(io::Reactor& reactor, const Event&
   ++counters_.events;
   // The job owns copies: it may outlive this task when the task is dropped.
   auto job = [shared = shared_, event_copy = event]() -> absl::StatusOr<Outcome> {
-    return Process(shared->options, shared->db, shared->dev_root, event_copy);
+    return Process(shared->options, shared->db, shared->dev_root, shared->nomodeset, event_copy);
   };
   Task<absl::StatusOr<Outcome>> run = pool_->Run(reactor, std::move(job));
   absl::StatusOr<Outcome> outcome = co_await std::move(run);

@@ -1,8 +1,8 @@
 // UdevCompatHandler: the daemon's udev compatibility link (modules -> rules -> udevcompat ->
 // exec), on with --udev-compat. For each event it computes udev's properties (input_id, path_id,
-// usb_id, blkid), makes or removes the by-* links beneath the dev root, writes or removes the
-// device's /run/udev/data entry, and then announces the event on netlink group 2 in libudev's
-// format. Sysfs reads, device probes and file writes run on a small blocking pool; the reactor
+// usb_id, blkid) and the seat rules' tags (seat.h), makes or removes the by-* links beneath the
+// dev root, writes or removes the device's /run/udev/data entry and its /run/udev/tags files,
+// and then announces the event on netlink group 2 in libudev's format. Sysfs reads, device probes and file writes run on a small blocking pool; the reactor
 // only sends the datagram. Owns the database directory, the dev root, the sender socket, the pool.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
 #define HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
@@ -39,6 +39,7 @@ class UdevCompatHandler final : public Handler {
     std::string run_dir = "/run/udev";  // --udev-run DIR: the database is DIR/data
     std::string dev_root = "/dev";      // links are made here; DEVNAME nodes are probed here
     std::string sysfs_root = "/sys";
+    std::string kernel_cmdline = "/proc/cmdline";  // for nomodeset; "" reads none
     bool monitor = true;                // announce on netlink group 2 (off in some tests)
     size_t threads = 2;
   };

@@ -117,6 +117,7 @@ class UdevCompatHandlerTest : public ::testing::Test {
       if (n <= 0) break;
       auto props = DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
       EXPECT_TRUE(props.ok()) << props.status();
+      raw_.emplace_back(buf, static_cast<size_t>(n));
       if (props.ok()) out.emplace_back(props->begin(), props->end());
     }
     return out;
@@ -178,7 +179,15 @@ class UdevCompatHandlerTest : public ::testing::Test {
   std::unique_ptr<io::Reactor> reactor_;
   std::unique_ptr<UdevCompatHandler> handler_;
   int listener_ = -1;
+  std::vector<std::string> raw_;  // every datagram Announcements() received, undecoded
 };
+
+// The tag bloom filter of a libudev header (bytes 32..39, big-endian halves).
+uint64_t HeaderBloom(const std::string& datagram) {
+  uint64_t bloom = 0;
+  for (size_t i = 32; i < 40 && i < datagram.size(); ++i) bloom = (bloom << 8) | static_cast<unsigned char>(datagram[i]);
+  return bloom;
+}
 
 TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   AddVirtioDisk();
@@ -345,6 +354,77 @@ TEST_F(UdevCompatHandlerTest, UsbKeyboardEventNodeAndInputDevice) {
   ASSERT_EQ(messages.size(), 2u);
   EXPECT_EQ(messages[1].at("DEVNAME"), "input/event2");
   EXPECT_EQ(messages[1].at("ID_INPUT_KEYBOARD"), "1");
+}
+
+TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncements) {
+  const std::string gpu = "/devices/pci0000:00/0000:00:02.0";
+  ASSERT_TRUE(sys_->AddDevice({.devpath = gpu, .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+                               .uevent = {{"DRIVER", "bochs-drm"}},
+                               .attributes = {{"class", "0x030000"}}}).ok());
+  ASSERT_TRUE(sys_->AddDevice({.devpath = gpu + "/drm/card0", .subsystem = "drm",
+                               .uevent = {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}}).ok());
+  MakeHandler();
+  Handle(MakeEvent("add", "pci", gpu, 30, {{"DRIVER", "bochs-drm"}}));
+  Handle(MakeEvent("add", "drm", gpu + "/drm/card0", 31, {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
+  EXPECT_THAT(ParseDatabaseEntry(Db("+pci:0000:00:02.0")).tags, IsEmpty());
+  const std::string card = Db("c226:0");
+  EXPECT_THAT(card, HasSubstr("E:ID_FOR_SEAT=drm-pci-0000_00_02_0\n"));
+  EXPECT_THAT(card, HasSubstr("G:master-of-seat\nG:seat\nG:uaccess\nQ:master-of-seat\nQ:seat\nQ:uaccess\nV:1\n"));
+  for (const char* tag : {"seat", "uaccess", "master-of-seat"}) {
+    EXPECT_TRUE(Exists(absl::StrCat(base_, "/run/tags/", tag, "/c226:0"))) << tag;
+  }
+  auto messages = Announcements();
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0].count("TAGS"), 0u);
+  EXPECT_EQ(messages[1].at("TAGS"), ":master-of-seat:seat:uaccess:");
+  EXPECT_EQ(messages[1].at("CURRENT_TAGS"), ":master-of-seat:seat:uaccess:");
+  EXPECT_EQ(messages[1].at("ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
+  // The header's bloom filter holds the three tags (what udev_monitor_filter_add_match_tag's
+  // in-kernel filter tests); the untagged PCI device's is empty.
+  ASSERT_EQ(raw_.size(), 2u);
+  EXPECT_EQ(HeaderBloom(raw_[0]), 0u);
+  EXPECT_EQ(HeaderBloom(raw_[1]),
+            TagBloomBits("seat") | TagBloomBits("uaccess") | TagBloomBits("master-of-seat"));
+
+  // qemu's seat bridge: its ID_SEAT goes into the database, and the device below imports it.
+  const std::string bridge = "/devices/pci0000:00/0000:00:0a.0";
+  ASSERT_TRUE(sys_->AddDevice({.devpath = bridge, .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
+                               .attributes = {{"vendor", "0x1b36"}, {"device", "0x000a"}}}).ok());
+  ASSERT_TRUE(sys_->AddDevice({.devpath = bridge + "/0000:01:00.0", .subsystem = "pci",
+                               .kind = FakeSysfs::Kind::kBus}).ok());
+  Handle(MakeEvent("add", "pci", bridge, 32, {}));
+  Handle(MakeEvent("add", "pci", bridge + "/0000:01:00.0", 33, {}));
+  EXPECT_THAT(Db("+pci:0000:00:0a.0"), HasSubstr("E:ID_SEAT=seat-pci-pci-0000_00_0a_0\n"));
+  const DatabaseEntry below = ParseDatabaseEntry(Db("+pci:0000:01:00.0"));
+  EXPECT_EQ(PropertyValue(below.properties, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
+  EXPECT_THAT(below.tags, ElementsAre("seat-pci-pci-0000_00_0a_0"));
+  EXPECT_TRUE(Exists(base_ + "/run/tags/seat-pci-pci-0000_00_0a_0/+pci:0000:01:00.0"));
+  EXPECT_TRUE(Exists(base_ + "/run/tags/seat-pci-pci-0000_00_0a_0/+pci:0000:00:0a.0"));
+  Announcements();
+
+  // A change that no longer sets a tag: it stays among the device's tags (G:, TAGS=) but not
+  // the current ones (Q:, CURRENT_TAGS=), as sd-device keeps them.
+  ASSERT_TRUE(sys_->WriteFile(bridge + "/device", "0x000b\n").ok());
+  Handle(MakeEvent("change", "pci", bridge, 34, {}));
+  const DatabaseEntry changed = ParseDatabaseEntry(Db("+pci:0000:00:0a.0"));
+  EXPECT_THAT(changed.tags, ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
+  EXPECT_THAT(changed.current_tags, IsEmpty());
+  messages = Announcements();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].at("TAGS"), ":seat:seat-pci-pci-0000_00_0a_0:");
+  EXPECT_EQ(messages[0].count("CURRENT_TAGS"), 0u);
+
+  // Remove: the index files go with the entry; the announcement still carries the tags.
+  Handle(MakeEvent("remove", "drm", gpu + "/drm/card0", 35, {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
+  EXPECT_FALSE(Exists(base_ + "/run/data/c226:0"));
+  for (const char* tag : {"seat", "uaccess", "master-of-seat"}) {
+    EXPECT_FALSE(Exists(absl::StrCat(base_, "/run/tags/", tag, "/c226:0"))) << tag;
+  }
+  EXPECT_TRUE(Exists(base_ + "/run/tags/seat/+pci:0000:00:0a.0"));
+  messages = Announcements();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].at("ACTION"), "remove");
+  EXPECT_EQ(messages[0].at("TAGS"), ":master-of-seat:seat:uaccess:");
 }
 
 TEST_F(UdevCompatHandlerTest, EventWithoutSeqnumIsRecordedButNotAnnounced) {

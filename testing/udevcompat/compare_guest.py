@@ -10,15 +10,27 @@ prints the properties that agree and every difference; a difference in a propert
 EXPLAINED (not computed by hotring, see docs/udev-compat.md) is listed apart and does not fail.
 Then the /dev/disk and /dev/input links (link -> device), `libinput list-devices` (every
 device udevd's guest lists must be listed by hotring's with the same fields but its
-/dev/input/eventN), and the event a libudev monitor received for a `change` of vda1 (the
-same properties). Exit status 1 when anything unexplained differs.
+/dev/input/eventN), the event a libudev monitor received for a `change` of vda1 (the
+same properties), and the events a monitor filtered on tag "seat" received for a `change` of
+every inputN and of vda1 (the same devices, with the same tags). Tags (TAGS, CURRENT_TAGS) are
+compared as sets. Exit status 1 when anything unexplained differs.
 """
 import re
 import sys
 
 # The properties issue 17 names: these must agree.
 COMPARED = re.compile(r'^(ID_INPUT.*|ID_PATH|ID_PATH_TAG|ID_VENDOR_ID|ID_MODEL_ID|ID_SERIAL|'
-                      r'ID_FS_.*|ID_PART_ENTRY_.*|ID_PART_TABLE_.*)$')
+                      r'ID_FS_.*|ID_PART_ENTRY_.*|ID_PART_TABLE_.*|'
+                      r'TAGS|CURRENT_TAGS|ID_FOR_SEAT|ID_SEAT|ID_AUTOSEAT)$')
+# The database's G: and Q: lines, as udevadm prints them (E: TAGS=:a:b:, E: CURRENT_TAGS=): a
+# set, joined in the order of sd-device's hash set, which is not the same in two processes.
+TAG_SETS = ('TAGS', 'CURRENT_TAGS')
+
+
+def normalized(name, value):
+    if value is None or name not in TAG_SETS:
+        return value
+    return ':%s:' % ':'.join(sorted(t for t in value.split(':') if t))
 # Other udev properties set by the builtins hotring implements: reported, also must agree.
 ALSO = re.compile(r'^(ID_BUS|ID_VENDOR|ID_VENDOR_ENC|ID_MODEL|ID_MODEL_ENC|ID_REVISION|'
                   r'ID_SERIAL_SHORT|ID_TYPE|ID_INSTANCE|ID_USB_.*|ID_PATH_ATA_COMPAT)$')
@@ -86,7 +98,7 @@ def parse_db(lines):
             continue
         elif tag == 'E':
             name, _, value = val.partition('=')
-            cur['props'][name] = value
+            cur['props'][name] = normalized(name, value)
         elif tag == 'S' and (val.startswith('disk/') or val.startswith('input/')):
             cur['links'].add(val)
         elif tag == 'N':
@@ -132,7 +144,7 @@ def parse_monitor(lines):
             cur = None
         elif cur is not None and '=' in line:
             k, _, v = line.partition('=')
-            cur[k] = v
+            cur[k] = normalized(k, v)
     return events
 
 
@@ -233,6 +245,26 @@ def main():
         failures += len(diffs)
         if not diffs:
             print('SAME received from both with %d properties: %s' % (len(names), ' '.join(names)))
+    print('# libudev monitor with a tag filter (udevadm monitor --udev --tag-match=seat) on a '
+          'change of every inputN and of vda1')
+    def seat_changes(section):
+        return {key_of(e.get('DEVPATH', '')): e for e in parse_monitor(section.get('monitor-seat', []))
+                if e.get('ACTION') == 'change'}
+    us, hs = seat_changes(udev_s), seat_changes(hr_s)
+    if not us:
+        print('DIFF the seat-filtered monitor received nothing from udevd')
+        failures += 1
+    for k in sorted(set(us) | set(hs)):
+        if k not in hs or k not in us:
+            print('DIFF %s: received from %s only' % (k, 'udevd' if k in us else 'hotring'))
+            failures += 1
+            continue
+        diffs = [n for n in ('TAGS', 'CURRENT_TAGS', 'ID_FOR_SEAT') if us[k].get(n) != hs[k].get(n)]
+        for n in diffs:
+            print('DIFF %s %s: udevd %r | hotring %r' % (k, n, us[k].get(n), hs[k].get(n)))
+        failures += len(diffs)
+        if not diffs:
+            print('SAME %s received from both with TAGS=%s' % (k, us[k].get('TAGS')))
     print('# explained (not computed by hotring, docs/udev-compat.md)')
     for e in explained:
         print('  ' + e)

@@ -1,11 +1,13 @@
 #!/bin/sh
 # The udev comparison in a qemu guest: boots the boot harness's machine (testing/initramfs/
 # qemu_boot.sh: virtio disk, e1000, virtio-net, USB keyboard; here also a USB mouse, a USB tablet,
-# the PC's PS/2 keyboard and mouse, and a second serial port for the dumps) twice, with the same
+# the PC's PS/2 keyboard and mouse, a virtio GPU (drm card, connector, render node and fb: seat
+# tags), and a second serial port for the dumps) twice, with the same
 # disk (a GPT with an ext4 and a vfat partition, both labelled):
 #   udev     Debian's initramfs-tools image (mkinitramfs) with systemd-udevd, plus udev's
-#            60-input-id.rules and 60-persistent-input.rules (initramfs-tools leaves them out;
-#            a board running udevd has them);
+#            60-input-id.rules, 60-persistent-input.rules, 70-uaccess.rules and
+#            73-seat-late.rules (initramfs-tools leaves them out, but has 71-seat.rules; a board
+#            running udevd has them all);
 #   hotring  hotring's image (mkimage.sh) with `hotring daemon --udev-compat`.
 # Both images get the same Debian udevadm and libinput-tools (with the libraries ldd names), and
 # run guest_dump.sh: `udevadm info --export-db`, the /dev/disk and /dev/input links, the input
@@ -16,7 +18,7 @@
 #   guest_compare.sh [--hotring BIN] [--keep DIR] [--base MKINITRAMFS_IMAGE] [--smp N]
 #                    [--timeout S (default 900)] [--parallel (both guests at once)]
 # BIN: a static hotring (default bazel-bin/hotring). --base reuses an initramfs-tools image
-# made by an earlier run (DIR/udev-base.img: it must have evdev) instead of running mkinitramfs. The dumps and consoles stay in
+# made by an earlier run (DIR/udev-base.img: it must have evdev and virtio_gpu) instead of running mkinitramfs. The dumps and consoles stay in
 # --keep DIR (default: a temporary directory, removed; under `bazel test` the dumps, consoles and
 # compare.txt go to the test's outputs). Minutes of TCG: run it alone.
 # Needs (Debian): qemu-system-x86, busybox-static, initramfs-tools, udev, libinput-tools, gdisk,
@@ -99,7 +101,7 @@ cp "$here/guest_dump.sh" "$tools/guest_dump.sh"
 # --- hotring's image: /init is init_hotring.sh; /lib64 -> usr/lib64 for the loader.
 sh "$initramfs/mkimage.sh" --hotring "$hotring" --out "$work/hotring-base.img" \
   --kernel-version "$version" --with-shell --init "$here/init_hotring.sh" \
-  --add "$hotring=/bin/hotring" --mdev-conf "$initramfs/mdev.conf" --add-modules evdev
+  --add "$hotring=/bin/hotring" --mdev-conf "$initramfs/mdev.conf" --add-modules evdev,virtio_gpu
 mkdir -p "$work/hotring-extra"
 ln -sfn usr/lib64 "$work/hotring-extra/lib64"
 ( cd "$work/hotring-extra" && echo lib64 | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/hotring-extra.img"
@@ -112,7 +114,7 @@ if [ -z "$base" ]; then
   base="$work/udev-base.img"
   rm -rf "$work/conf"
   cp -r /etc/initramfs-tools "$work/conf"
-  echo evdev >>"$work/conf/modules"
+  printf 'evdev\nvirtio_gpu\n' >>"$work/conf/modules"
   mkinitramfs -d "$work/conf" -o "$base" "$version" >/dev/null
 fi
 rm -rf "$work/x" "$work/overlay"
@@ -121,6 +123,7 @@ unmkinitramfs "$base" "$work/x" >/dev/null
 main="$work/x"
 [ -d "$work/x/main" ] && main="$work/x/main"
 cp /lib/udev/rules.d/60-input-id.rules /lib/udev/rules.d/60-persistent-input.rules \
+  /lib/udev/rules.d/70-uaccess.rules /lib/udev/rules.d/73-seat-late.rules \
   "$work/overlay/usr/lib/udev/rules.d/"
 cp "$here/udev-init-top.sh" "$work/overlay/scripts/init-top/zz_dump"
 chmod 755 "$work/overlay/scripts/init-top/zz_dump"
@@ -130,7 +133,7 @@ printf '/scripts/init-top/zz_dump "$@"\n' >>"$work/overlay/scripts/init-top/ORDE
 cat "$base" "$work/overlay.img" "$work/tools.img" >"$work/udev.img"
 
 # --- the two boots (one after the other unless --parallel: the machine is shared).
-qargs="-device usb-mouse,bus=xhci.0 -device usb-tablet,bus=xhci.0"
+qargs="-device usb-mouse,bus=xhci.0 -device usb-tablet,bus=xhci.0 -device virtio-gpu-pci"
 boot() {
   echo "guest_compare.sh: booting the $1 image" >&2
   rm -f "$work/$1.dump"

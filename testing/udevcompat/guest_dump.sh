@@ -8,7 +8,9 @@
 #                    interface's ids, strings and descriptors (hex) (the unit tests' data)
 #   === libinput     `libinput list-devices` (Debian's libinput-tools, through libudev)
 #   === monitor      `udevadm monitor --udev --property` while $GUEST_TRIGGER_CHANGE (the
-#                    device manager's trigger of a change of vda1) runs
+#                    device manager's trigger of a change of vda1) and $GUEST_TRIGGER_SEAT
+#                    (of every inputN) run: one monitor filtered on subsystem block, and one
+#                    on tag seat (=== monitor-seat)
 #   === end
 #
 #   guest_dump.sh SETTLE_COMMAND...     e.g. guest_dump.sh udevadm settle
@@ -69,11 +71,18 @@ done
   echo "=== monitor"
   udevadm monitor --udev --property --subsystem-match=block >/run/monitor.txt 2>&1 &
   mon=$!
+  # The same change events through the tag bloom filter: only seat-tagged devices pass.
+  udevadm monitor --udev --property --tag-match=seat >/run/monitor-seat.txt 2>&1 &
+  mon_seat=$!
   $bb sleep 2
   $GUEST_TRIGGER_CHANGE
+  # (no pathname expansion of the trigger's glob)
+  set -f; $GUEST_TRIGGER_SEAT; set +f
   "$@"
   $bb sleep 2
-  kill "$mon"
+  kill "$mon" "$mon_seat"
   $bb cat /run/monitor.txt
+  echo "=== monitor-seat"
+  $bb cat /run/monitor-seat.txt
   echo "=== end"
 } >"$out" 2>&1
