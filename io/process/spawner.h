@@ -137,8 +137,8 @@ class LineSplitter {
 };
 
 // Starts children and supervises their runs on a reactor. Owns the small stack the
-// vfork-style clone runs the child on, an open /dev/null, and a scratch buffer for draining
-// pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
+// vfork-style clone runs the child on, an open /dev/null, an open /proc/self/status, and a
+// scratch buffer for draining pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
 // task it returned is finished or destroyed.
 class Spawner {
  public:
@@ -189,12 +189,16 @@ class Spawner {
   Task<void> ReadStream(io::Reactor& reactor, Stream& stream, RunOutput& output);
   // Reads what the pipe holds now, up to `limit` bytes; true at end of file.
   bool DrainAvailable(Stream& stream, RunOutput& output, size_t limit);
+  // This process's /proc/self/status, opened once (again in a forked copy); -1 if it cannot be.
+  int OwnStatusFd();
 
   Options options_;
   Method method_;
   UniqueFd dev_null_;
   std::unique_ptr<ChildStack> stack_;
   std::vector<char> scratch_;
+  UniqueFd status_fd_;     // read at each spawn for the signal dispositions to reset
+  pid_t status_pid_ = -1;  // the process that opened status_fd_
 };
 
 [[nodiscard]] absl::string_view MethodName(Spawner::Method method);
