@@ -420,7 +420,7 @@ struct Spawner::Stream {
   Stream(OutputStream kind, UniqueFd fd, size_t max_line_bytes)
       : kind(kind), fd(std::move(fd)), splitter(max_line_bytes), eof(!this->fd) {}
   OutputStream kind;
-  UniqueFd fd;  // empty when the child's stream is not a pipe (ChildOutput::kInherit)
+  UniqueFd fd;  // empty when the child's stream is not a pipe (kInherit, kDevNull)
   LineSplitter splitter;
   OutputStats stats;
   bool eof;
@@ -467,7 +467,7 @@ struct Spawner::RunOutput {
 };
 
 absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Create(Options options) {
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY));
   if (!dev_null) return ErrnoStatus("open(/dev/null)");
   HOTRING_RETURN_IF_ERROR(MoveToAtLeast(dev_null, 3));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ChildStack> stack,
@@ -569,7 +569,10 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   // copy above them.
   UniqueFd dev_null_copy;
   int dev_null = dev_null_.get();
-  if (request.stdin_from == ChildInput::kDevNull && dev_null < floor) {
+  const bool wants_dev_null = request.stdin_from == ChildInput::kDevNull ||
+                              request.stdout_to == ChildOutput::kDevNull ||
+                              request.stderr_to == ChildOutput::kDevNull;
+  if (wants_dev_null && dev_null < floor) {
     dev_null_copy.Reset(::fcntl(dev_null, F_DUPFD_CLOEXEC, floor));
     if (!dev_null_copy) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC) of /dev/null");
     dev_null = dev_null_copy.get();
@@ -580,8 +583,12 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   args.argv = argv.data();
   args.envp = envp.data();
   args.stdin_fd = request.stdin_from == ChildInput::kDevNull ? dev_null : -1;
-  args.stdout_fd = out_write ? out_write.get() : -1;
-  args.stderr_fd = err_write ? err_write.get() : -1;
+  args.stdout_fd = out_write ? out_write.get()
+                  : request.stdout_to == ChildOutput::kDevNull ? dev_null
+                                                               : -1;
+  args.stderr_fd = err_write ? err_write.get()
+                  : request.stderr_to == ChildOutput::kDevNull ? dev_null
+                                                               : -1;
   args.passed = passed.data();
   args.passed_count = passed.size();
   args.new_session = request.group == ProcessGroup::kOwn;

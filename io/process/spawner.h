@@ -50,6 +50,7 @@ enum class ChildInput {
 enum class ChildOutput {
   kPipe,     // a pipe whose read end the ChildProcess owns (Run logs it line by line)
   kInherit,  // this process's stdout or stderr (Run does not see it)
+  kDevNull,  // /dev/null, for output nobody would see: no pipe to make, poll, read and close
 };
 
 // A descriptor of this process that the child gets under a number of its own. Borrowed: the
@@ -137,8 +138,8 @@ class LineSplitter {
 };
 
 // Starts children and supervises their runs on a reactor. Owns the small stack the
-// vfork-style clone runs the child on, an open /dev/null, an open /proc/self/status, and a
-// scratch buffer for draining pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
+// vfork-style clone runs the child on, an open /dev/null (read-write: it may be a child's
+// stdin, stdout or stderr), an open /proc/self/status, and a scratch buffer for draining pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
 // task it returned is finished or destroyed.
 class Spawner {
  public:
