@@ -10,9 +10,17 @@
 //   posix-par    --parallel threads each running posix_spawn + waitpid
 //   posix-procs  --parallel processes (forked) each running posix_spawn + waitpid: side by
 //                side like posix-par, but from separate address spaces
+//   faults       no program: one forked process maps 1 MiB, touches its 256 pages and unmaps
+//                it, --children times; reported as CPU per page fault. A child is mostly such
+//                page-table work (clone, exec, its faults, exit), and on a guest whose page
+//                tables the host shadows it costs far more than on bare metal
+//   faults-par   the same in --parallel processes at once: how much dearer a fault gets when
+//                the other CPUs fault too (compare with faults on an otherwise idle machine)
 // Usage: spawn_cost [--children N] [--rounds R] [--parallel K] [--methods a,b,...] PROGRAM
+// (PROGRAM an absolute path; not needed when only the faults methods run)
 // The child gets a uevent-sized environment and one argument, like a handler.
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -102,6 +110,21 @@ Task<void> RunSome(Spawner& spawner, io::Reactor& reactor, const std::string& pr
 
 Task<void> JoinAll(TaskScope& scope) { co_await scope.Join(); }
 
+// `rounds` times: map 1 MiB, write one byte per page, unmap. 0 on success.
+int TouchPages(int rounds) {
+  constexpr size_t kBytes = 1 << 20;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (int i = 0; i < rounds; ++i) {
+    void* const map =
+        mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return 1;
+    volatile char* const bytes = static_cast<char*>(map);
+    for (size_t at = 0; at < kBytes; at += page) bytes[at] = 1;
+    munmap(map, kBytes);
+  }
+  return 0;
+}
+
 // Runs `n` children by `method`; returns the number that failed.
 int RunMethod(const std::string& method, const std::string& program, int n, int parallel,
               Spawner& spawner, io::Reactor& reactor) {
@@ -137,6 +160,21 @@ int RunMethod(const std::string& method, const std::string& program, int n, int 
       loops.push_back(pid);
     }
     for (const pid_t pid : loops) {
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0) {
+      }
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+    }
+  } else if (method == "faults" || method == "faults-par") {
+    const int processes = method == "faults" ? 1 : parallel;
+    std::vector<pid_t> workers;
+    for (int t = 0; t < processes; ++t) {
+      const pid_t pid = fork();
+      if (pid == 0) _exit(TouchPages(n));
+      if (pid < 0) return n;
+      workers.push_back(pid);
+    }
+    for (const pid_t pid : workers) {
       int status = 0;
       while (waitpid(pid, &status, 0) < 0) {
       }
@@ -222,10 +260,13 @@ int Main(int argc, char** argv) {
       program = arg;
     }
   }
-  if (program.empty() || program[0] != '/') {
+  const bool needs_program = std::any_of(methods.begin(), methods.end(), [](const std::string& m) {
+    return m != "faults" && m != "faults-par";
+  });
+  if (needs_program && (program.empty() || program[0] != '/')) {
     std::fprintf(stderr,
                  "usage: spawn_cost [--children N] [--rounds R] [--parallel K] "
-                 "[--methods posix,posix-par,posix-procs,start,run,run-par] /ABSOLUTE/PROGRAM\n");
+                 "[--methods posix,posix-par,posix-procs,start,run,run-par,faults,faults-par] /ABSOLUTE/PROGRAM\n");
     return 2;
   }
   absl::StatusOr<std::unique_ptr<Spawner>> spawner = Spawner::Create();
@@ -257,6 +298,12 @@ int Main(int argc, char** argv) {
       for (const Sample& s : v) values.push_back(s.*field);
       return Median(values);
     };
+    if (method == "faults" || method == "faults-par") {
+      std::printf("%-10s %.2f us of CPU per page fault (%.0f faults per process)\n",
+                  method.c_str(), col(&Sample::children_cpu_us) / col(&Sample::children_minflt),
+                  col(&Sample::children_minflt) * children / (method == "faults" ? 1 : parallel));
+      continue;
+    }
     std::printf("%-10s %8.1fus %9.1f %8.2f %8.2f %8.1fus %9.1f %8.2f %7.1fus\n", method.c_str(),
                 col(&Sample::children_cpu_us), col(&Sample::children_minflt),
                 col(&Sample::children_nvcsw), col(&Sample::children_nivcsw),
