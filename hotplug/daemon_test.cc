@@ -168,7 +168,9 @@ TEST(DaemonTest, GrandchildHoldingStdoutDoesNotHoldTheEvent) {
 
 TEST(DaemonTest, FloodingHandlerDoesNotGrowTheDaemon) {
   Recorder recorder;
-  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  // At info level, where the handler's stdout goes through a pipe (below it, to /dev/null).
+  DaemonProcess daemon = StartDaemon(
+      {"--exec", recorder.handler(), "--expect-seqnum", "1", "--log-level", "info"});
   RawSender sender(daemon.socket());
   ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/flood", {{"FLOOD", "100000000"}})));
   ASSERT_TRUE(daemon.Settle(absl::Seconds(60)).ok()) << daemon.Log().substr(0, 2000);
@@ -184,6 +186,43 @@ TEST(DaemonTest, FloodingHandlerDoesNotGrowTheDaemon) {
   }
   ASSERT_GT(hwm_kb, 0);
   EXPECT_LT(hwm_kb, 64 * 1024) << "peak RSS after 100 MB of handler output";
+}
+
+TEST(DaemonTest, HandlerStdoutIsPipedAndLoggedOnlyWhereInfoIsLogged) {
+  absl::StatusOr<std::string> dir = MakeTempDir();
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string handler = *dir + "/handler";
+  {
+    std::ofstream script(handler);
+    // The shell's own fd 1 ($$), read inside $(...): dash applies a command's redirections
+    // to itself before it forks.
+    script << "#!/bin/sh\nfd1=$(readlink /proc/$$/fd/1)\necho $fd1 > \"" << *dir
+           << "/fd1.$SEQNUM\"\necho stdout-line-$SEQNUM\n";
+  }
+  ASSERT_EQ(::chmod(handler.c_str(), 0755), 0);
+  auto read_file = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  {
+    DaemonProcess daemon = StartDaemon({"--exec", handler, "--expect-seqnum", "1"});
+    RawSender sender(daemon.socket());
+    ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/quiet")));
+    ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
+    EXPECT_EQ(Status(daemon)["handled"], 1u);
+    EXPECT_EQ(read_file(*dir + "/fd1.1"), "/dev/null\n");
+    EXPECT_EQ(daemon.Log().find("stdout-line-1"), std::string::npos) << daemon.Log();
+  }
+  DaemonProcess daemon =
+      StartDaemon({"--exec", handler, "--expect-seqnum", "2", "--log-level", "info"});
+  RawSender sender(daemon.socket());
+  ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/chatty")));
+  ASSERT_TRUE(daemon.Settle().ok()) << daemon.Log();
+  EXPECT_EQ(Status(daemon)["handled"], 1u);
+  EXPECT_TRUE(absl::StartsWith(read_file(*dir + "/fd1.2"), "pipe:")) << read_file(*dir + "/fd1.2");
+  EXPECT_NE(daemon.Log().find("stdout-line-2"), std::string::npos) << daemon.Log();
 }
 
 TEST(DaemonTest, HandlerSeesOnlyStdioAndTheEventEnvironment) {

@@ -193,14 +193,18 @@ __attribute__((no_sanitize("address", "undefined"))) int CloneEntry(void* args) 
 // mask with bit n-1 for signal n; every signal if the file cannot be read or parsed. Read at
 // each spawn, so a handler installed at any time is still reset in the child: resetting all
 // 62 in the child cost 62 system calls per handler, with the parent suspended meanwhile.
-uint64_t SignalsToReset() {
+// `status_fd` is this process's status file, kept open (-1: open it here): a pread at offset 0
+// regenerates a seq_file, and saves the path walk and the close, which a profile of the daemon
+// spawning cheap handlers showed as half of this function's cost (the rest is formatting).
+uint64_t SignalsToReset(int status_fd) {
   constexpr uint64_t kAll = ~uint64_t{0};
   char text[4096];
-  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  const int fd = status_fd >= 0 ? status_fd : ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return kAll;
   size_t len = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, text + len, sizeof(text) - 1 - len);
+    const ssize_t n =
+        ::pread(fd, text + len, sizeof(text) - 1 - len, static_cast<off_t>(len));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     len += static_cast<size_t>(n);
@@ -213,7 +217,7 @@ uint64_t SignalsToReset() {
       break;
     }
   }
-  ::close(fd);
+  if (fd != status_fd) ::close(fd);
   const absl::string_view status(text, len);
   uint64_t mask = 0;
   int found = 0;
@@ -416,7 +420,7 @@ struct Spawner::Stream {
   Stream(OutputStream kind, UniqueFd fd, size_t max_line_bytes)
       : kind(kind), fd(std::move(fd)), splitter(max_line_bytes), eof(!this->fd) {}
   OutputStream kind;
-  UniqueFd fd;  // empty when the child's stream is not a pipe (ChildOutput::kInherit)
+  UniqueFd fd;  // empty when the child's stream is not a pipe (kInherit, kDevNull)
   LineSplitter splitter;
   OutputStats stats;
   bool eof;
@@ -463,13 +467,16 @@ struct Spawner::RunOutput {
 };
 
 absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Create(Options options) {
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY));
   if (!dev_null) return ErrnoStatus("open(/dev/null)");
   HOTRING_RETURN_IF_ERROR(MoveToAtLeast(dev_null, 3));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ChildStack> stack,
                            ChildStack::Create(kChildStackBytes));
-  return std::unique_ptr<Spawner>(
+  auto spawner = std::unique_ptr<Spawner>(
       new Spawner(std::move(options), std::move(dev_null), std::move(stack)));
+  // Opened now, with the other descriptors the Spawner keeps for its lifetime.
+  (void)spawner->OwnStatusFd();
+  return spawner;
 }
 
 Spawner::Spawner(Options options, UniqueFd dev_null, std::unique_ptr<ChildStack> stack)
@@ -480,6 +487,18 @@ Spawner::Spawner(Options options, UniqueFd dev_null, std::unique_ptr<ChildStack>
       scratch_(kScratchBytes) {}
 
 Spawner::~Spawner() = default;
+
+int Spawner::OwnStatusFd() {
+  // One getpid instead of a path walk and a close per spawn; a forked copy of this process
+  // must read its own file, not the one its parent opened.
+  const pid_t self = ::getpid();
+  if (status_pid_ == self) return status_fd_.get();
+  status_pid_ = self;
+  status_fd_.Reset(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  // Above 0-2, which a daemon started with closed standard streams could hand out here.
+  if (status_fd_ && !MoveToAtLeast(status_fd_, 3).ok()) status_fd_.Reset();
+  return status_fd_.get();
+}
 
 absl::StatusOr<ChildProcess> Spawner::Start(const SpawnRequest& request) {
   if (method_ != Method::kAuto) {
@@ -550,7 +569,10 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   // copy above them.
   UniqueFd dev_null_copy;
   int dev_null = dev_null_.get();
-  if (request.stdin_from == ChildInput::kDevNull && dev_null < floor) {
+  const bool wants_dev_null = request.stdin_from == ChildInput::kDevNull ||
+                              request.stdout_to == ChildOutput::kDevNull ||
+                              request.stderr_to == ChildOutput::kDevNull;
+  if (wants_dev_null && dev_null < floor) {
     dev_null_copy.Reset(::fcntl(dev_null, F_DUPFD_CLOEXEC, floor));
     if (!dev_null_copy) return ErrnoStatus("fcntl(F_DUPFD_CLOEXEC) of /dev/null");
     dev_null = dev_null_copy.get();
@@ -561,12 +583,16 @@ absl::StatusOr<ChildProcess> Spawner::StartWith(Method method, const SpawnReques
   args.argv = argv.data();
   args.envp = envp.data();
   args.stdin_fd = request.stdin_from == ChildInput::kDevNull ? dev_null : -1;
-  args.stdout_fd = out_write ? out_write.get() : -1;
-  args.stderr_fd = err_write ? err_write.get() : -1;
+  args.stdout_fd = out_write ? out_write.get()
+                  : request.stdout_to == ChildOutput::kDevNull ? dev_null
+                                                               : -1;
+  args.stderr_fd = err_write ? err_write.get()
+                  : request.stderr_to == ChildOutput::kDevNull ? dev_null
+                                                               : -1;
   args.passed = passed.data();
   args.passed_count = passed.size();
   args.new_session = request.group == ProcessGroup::kOwn;
-  args.reset_signals = SignalsToReset();
+  args.reset_signals = SignalsToReset(OwnStatusFd());
 
   UniqueFd error_read, error_write;
   if (method != Method::kCloneVfork) {

@@ -50,6 +50,7 @@ enum class ChildInput {
 enum class ChildOutput {
   kPipe,     // a pipe whose read end the ChildProcess owns (Run logs it line by line)
   kInherit,  // this process's stdout or stderr (Run does not see it)
+  kDevNull,  // /dev/null, for output nobody would see: no pipe to make, poll, read and close
 };
 
 // A descriptor of this process that the child gets under a number of its own. Borrowed: the
@@ -137,8 +138,8 @@ class LineSplitter {
 };
 
 // Starts children and supervises their runs on a reactor. Owns the small stack the
-// vfork-style clone runs the child on, an open /dev/null, and a scratch buffer for draining
-// pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
+// vfork-style clone runs the child on, an open /dev/null (read-write: it may be a child's
+// stdin, stdout or stderr), an open /proc/self/status, and a scratch buffer for draining pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
 // task it returned is finished or destroyed.
 class Spawner {
  public:
@@ -189,12 +190,16 @@ class Spawner {
   Task<void> ReadStream(io::Reactor& reactor, Stream& stream, RunOutput& output);
   // Reads what the pipe holds now, up to `limit` bytes; true at end of file.
   bool DrainAvailable(Stream& stream, RunOutput& output, size_t limit);
+  // This process's /proc/self/status, opened once (again in a forked copy); -1 if it cannot be.
+  int OwnStatusFd();
 
   Options options_;
   Method method_;
   UniqueFd dev_null_;
   std::unique_ptr<ChildStack> stack_;
   std::vector<char> scratch_;
+  UniqueFd status_fd_;     // read at each spawn for the signal dispositions to reset
+  pid_t status_pid_ = -1;  // the process that opened status_fd_
 };
 
 [[nodiscard]] absl::string_view MethodName(Spawner::Method method);

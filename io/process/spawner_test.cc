@@ -776,6 +776,40 @@ TEST_F(SpawnerTest, InheritedStreamsAreThisProcesssOwnAndRunLogsOnlyPipes) {
   EXPECT_EQ(run->stderr_stats.lines, 1u);
 }
 
+TEST_F(SpawnerTest, OutputToDevNullIsDiscardedWithoutAPipe) {
+  // stdout to /dev/null (writable: the echo succeeds), stderr still through a pipe. The shell
+  // reads its own fds ($$) inside $(...): dash applies a command's redirections to itself.
+  SpawnRequest request =
+      Shell("echo discarded || exit 9; out=$(readlink /proc/$$/fd/1); "
+            "in=$(readlink /proc/$$/fd/0); echo $out >&2; echo $in >&2");
+  request.stdout_to = ChildOutput::kDevNull;
+  absl::StatusOr<ChildProcess> started = spawner_->Start(request);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_FALSE(started->TakeStdout().valid());
+  EXPECT_TRUE(started->TakeStderr().valid());
+  started->KillAndReap();
+  lines_.clear();
+
+  const absl::StatusOr<SpawnResult> run = RunOnce(*spawner_, request);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->exit.success()) << run->exit.code;
+  EXPECT_EQ(Texts(lines_, OutputStream::kStdout), std::vector<std::string>{});
+  EXPECT_EQ(Texts(lines_, OutputStream::kStderr),
+            (std::vector<std::string>{"/dev/null", "/dev/null"}));
+  EXPECT_EQ(run->stdout_stats.bytes, 0u);
+
+  // Both to /dev/null: nothing to read at all, and the run still ends with the exit status.
+  SpawnRequest quiet = Shell("echo out; echo err >&2; exit 4");
+  quiet.stdout_to = ChildOutput::kDevNull;
+  quiet.stderr_to = ChildOutput::kDevNull;
+  lines_.clear();
+  const absl::StatusOr<SpawnResult> silent = RunOnce(*spawner_, quiet);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  EXPECT_TRUE(silent->exit.exited);
+  EXPECT_EQ(silent->exit.code, 4);
+  EXPECT_TRUE(lines_.empty());
+}
+
 TEST_F(SpawnerTest, ChildLeadsItsOwnGroupOrStaysInOursAsAsked) {
   SpawnRequest request;
   request.program = "/bin/sleep";
