@@ -406,7 +406,15 @@ std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(const TriggerOptions&
       continue;
     }
     devpaths.push_back(entry.devpath);
-    decisions.push_back(DecideNeeded(context.rules, *event, facts));
+    NeedDecision decision = DecideNeeded(context.rules, *event, facts);
+    if (!decision.needed() && options.needed_keeps_waitable) {
+      if (!event->devname.empty()) {
+        decision.reasons.push_back("a node (settle --for may wait for it)");
+      } else if (event->subsystem == "net") {
+        decision.reasons.push_back("a network interface (settle --for may wait for it)");
+      }
+    }
+    decisions.push_back(std::move(decision));
     readable.push_back(std::move(entry));
   }
   report.devices_considered = readable.size();

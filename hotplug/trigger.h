@@ -66,6 +66,10 @@ struct TriggerOptions {
   absl::Duration settle_timeout = kDefaultSettleTimeout;
   // --needed: only devices the rules or a missing module make worth an `add`, and parents.
   bool needed = false;
+  // With `needed`: also every device with a node and every network interface, needed or not:
+  // what `settle --for` (DEVNAME=, LABEL=, UUID=, SUBSYSTEM=net) and root= wait for, which a
+  // device never replayed would never satisfy. `hotring init` sets it; there is no flag.
+  bool needed_keeps_waitable = false;
   std::string config = "/etc/mdev.conf";  // its rules (and FILE.d/*.conf); missing: default
   std::string modules_root;               // ROOT/lib/modules/VERSION and ROOT's modprobe.d
   std::string kernel_version;             // empty: the running kernel's

@@ -651,6 +651,49 @@ TEST(TriggerNeededTest, WithoutAConfigOnlyMissingModulesCount) {
                                   "needed: 4 of 9 devices; 4 would be triggered (dry run)\n"));
 }
 
+// What `hotring init` asks for: the needed devices, plus every node and network interface
+// (settle --for and root= wait for them), with the parents they bring.
+TEST(TriggerNeededTest, KeepingWaitableDevicesAddsEveryNodeAndInterface) {
+  NeededMachine machine = MakeNeededMachine("");
+  ASSERT_TRUE(machine.sys
+                  .AddDevice({.devpath = "/devices/pci0000:00/0000:00:03.0/net/eth0",
+                              .subsystem = "net",
+                              .uevent = {{"INTERFACE", "eth0"}, {"IFINDEX", "2"}}})
+                  .ok());
+  // No node, no interface, no driver to load: still left alone.
+  ASSERT_TRUE(machine.sys
+                  .AddDevice({.devpath = "/devices/platform/pcspkr", .subsystem = "platform",
+                              .kind = FakeSysfs::Kind::kBus,
+                              .uevent = {{"MODALIAS", "platform:pcspkr"}}})
+                  .ok());
+  std::vector<std::string> args = NeededArgs(machine);
+  args[4] = machine.sys.Path("no-such-mdev.conf");  // busybox's default: nothing to do
+  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
+  ASSERT_TRUE(options.ok()) << options.status();
+  options->needed_keeps_waitable = true;
+  options->dry_run = true;
+  Output out;
+  Output err;
+  TriggerEnvironment env;
+  env.out = out.file();
+  env.err = err.file();
+  env.progress = false;
+  absl::StatusOr<TriggerReport> report = hotplug::Trigger(*options, env);
+  ASSERT_TRUE(report.ok()) << report.status();
+  // Without it only the input device (and its parents) would be replayed (the test above);
+  // now sda, sda1, ttyS0, null and eth0 too, with sda's controller as their parent; the PC
+  // speaker, with no node and no module to load, still is not.
+  EXPECT_EQ(report->devices_considered, 11u);
+  EXPECT_EQ(report->devices_needed, 10u);
+  const std::string printed = out.Take();
+  EXPECT_THAT(printed, HasSubstr(absl::StrCat(kSda, "  a node (settle --for")));
+  EXPECT_THAT(printed, HasSubstr(absl::StrCat(kNull, "  a node (settle --for")));
+  EXPECT_THAT(printed,
+              HasSubstr("/devices/pci0000:00/0000:00:03.0/net/eth0  a network interface"));
+  EXPECT_THAT(printed, HasSubstr(absl::StrCat(kAhci, "  parent of ", kSda)));
+  EXPECT_THAT(printed, ::testing::Not(HasSubstr("pcspkr")));
+}
+
 TEST(TriggerNeededTest, FiltersStillApply) {
   NeededMachine machine = MakeNeededMachine(kBoardRules);
   std::vector<std::string> args = NeededArgs(machine);

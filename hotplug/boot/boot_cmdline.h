@@ -30,9 +30,12 @@ struct BootCmdline {
   // objects as there are devices, whose events carry no device to handle, cost the boot CPU
   // while drivers load.
   bool coldplug_subsystems = false;
-  // hotring.coldplug_needed: coldplug only the devices the rules act on or whose driver is
-  // missing, and their parents (`trigger --needed`); the others keep what devtmpfs made.
-  bool coldplug_needed = false;
+  // Coldplug only the devices the rules act on, whose driver is missing, that have a node or
+  // are a network interface, and their parents (`trigger --needed`, keeping what settle --for
+  // and root= wait for); the others keep what devtmpfs made. hotring.coldplug_needed=0 walks
+  // every device, as does a daemon.args with --exec, --udev-compat or --rebroadcast (their
+  // handlers and database want every device's event).
+  bool coldplug_needed = true;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

@@ -82,7 +82,8 @@ TEST(BootCmdlineTest, ColdplugOfSubsystemObjectsOnlyWhenAsked) {
   EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems").coldplug_subsystems);
   EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_subsystems=1").coldplug_subsystems);
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_subsystems=0").coldplug_subsystems);
-  EXPECT_FALSE(ParseBootCmdline("quiet").coldplug_needed);
+  EXPECT_TRUE(ParseBootCmdline("quiet").coldplug_needed);
+  EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=0").coldplug_needed);
   EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_needed").coldplug_needed);
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=no").coldplug_needed);
 }

@@ -126,6 +126,20 @@ std::vector<std::string> DaemonArgs() {
   return args;
 }
 
+// A daemon that runs a program for every event, or keeps udev's database or rebroadcasts
+// events, wants every device's coldplug event, not only the ones its rules and modules need.
+bool WantsEveryDevice(const std::vector<std::string>& daemon_args) {
+  for (absl::string_view arg : daemon_args) {
+    for (absl::string_view flag : {"--exec", "--udev-compat", "--rebroadcast"}) {
+      if (arg == flag || (absl::StartsWith(arg, flag) && arg.size() > flag.size() &&
+                          arg[flag.size()] == '=')) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Asks the daemon (a child of PID 1) to exit before switch_root; SIGKILLs it after `grace`.
 void StopDaemon(DaemonChild& daemon, absl::Duration grace) {
   if (!daemon.running()) return;
@@ -378,8 +392,9 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const BootCmdline cmdline = ParseBootCmdline(text.ok() ? *text : "");
 
   // stdio stays ours (the console); the daemon logs to /dev/kmsg.
+  const std::vector<std::string> daemon_args = DaemonArgs();
   absl::StatusOr<DaemonChild> daemon =
-      DaemonChild::Start({.program = "/proc/self/exe", .argv = DaemonArgs()});
+      DaemonChild::Start({.program = "/proc/self/exe", .argv = daemon_args});
   if (!daemon.ok()) PowerOff(daemon.status().ToString());
   // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
   if (absl::Status ready = daemon->WaitReady(absl::Seconds(30)); !ready.ok()) {
@@ -395,8 +410,12 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   // trigger's default): module, bus and driver objects have nothing to handle here.
   trigger.drivers_first = cmdline.drivers_first;
   trigger.filter.subsystems = cmdline.coldplug_subsystems;
-  // hotring.coldplug_needed: only what the daemon's rules and module loader will act on.
-  trigger.needed = cmdline.coldplug_needed;
+  // Only what the daemon's rules and module loader act on, and what a wait may name (nodes and
+  // network interfaces): on a one-vCPU boot the other ~200 devices' events cost the drivers'
+  // loads their CPU (docs/benchmarks.md). Every device when the daemon runs handlers or keeps
+  // a database that want them all.
+  trigger.needed = cmdline.coldplug_needed && !WantsEveryDevice(daemon_args);
+  trigger.needed_keeps_waitable = true;
   trigger.config = "/etc/mdev.conf";
   FILE* quiet = std::fopen("/dev/null", "w");
   TriggerEnvironment env;
@@ -465,7 +484,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  kernel command line: root=/dev/NAME|LABEL=|UUID=|PARTUUID=|PARTLABEL= rootfstype= rootflags= rw ro\n"
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
-        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed\n"
+        "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed=0\n"
         "  hotring.modules_serial\n",
         stdout);
     return 0;

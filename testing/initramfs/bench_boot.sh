@@ -32,8 +32,9 @@
 #   kernel-serial-hid  kernel-serial, settled once the USB keyboard's HID device also has its
 #                    driver: the criterion hotring's settled point uses (`modprobe -a` returns
 #                    before the hub thread has enumerated the keyboard)
-#   hotring-needed   hotring's image booted with hotring.coldplug_needed (coldplug only the
-#                    devices mdev.conf acts on or that wait for a driver, and their parents)
+#   hotring-full     hotring's image booted with hotring.coldplug_needed=0: coldplug every
+#                    device (by default only the devices mdev.conf acts on, that wait for a
+#                    driver, that have a node or are a network interface, and their parents)
 #   hotring-nohid    hotring's image settled on coldplug alone, like kernel-serial: the
 #                    keyboard's HID device may come (and its drivers load) after settled
 # All but udev carry the same modules (mkimage.sh's default set).
@@ -145,7 +146,7 @@ fi
 # image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-needed) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -155,7 +156,7 @@ build() {
   echo "bench_boot: building $1" >&2
   case "$1" in
     # shellcheck disable=SC2086
-    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-needed)
+    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full)
       sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
     # shellcheck disable=SC2086
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
@@ -205,7 +206,7 @@ for run in $(seq 1 "$runs"); do
         hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
         hotring-fifo) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.controllers_first=0" ;;
         hotring-nohid) ;;
-        hotring-needed) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed" ;;
+        hotring-full) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed=0" ;;
       esac
       launch sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
@@ -241,7 +242,7 @@ for smp in $smps; do
     [ "$i" = hotring-16t ] && label="$hotring_label modules_threads=16"
     [ "$i" = hotring-fifo ] && label="$hotring_label controllers_first=0"
     [ "$i" = hotring-nohid ] && label="$hotring_label, no HID wait"
-    [ "$i" = hotring-needed ] && label="$hotring_label coldplug_needed"
+    [ "$i" = hotring-full ] && label="$hotring_label coldplug_needed=0"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
