@@ -2,6 +2,7 @@
 
 #include <sys/signalfd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "core/status.h"
@@ -23,6 +24,12 @@ absl::StatusOr<SignalFd> SignalFd::Create(std::initializer_list<int> signals) {
 
 Task<absl::StatusOr<int>> SignalFd::Next(Reactor& reactor) {
   BufferResult result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
+  // EINTR is no error of ours: once a signal outside the set has woken the signalfd's poll,
+  // io_uring completes the read in a worker thread blocked in the signalfd, and a stop of the
+  // process (SIGSTOP/SIGCONT, a debugger attaching, a freezer) interrupts it. Read again.
+  while (!result.bytes.ok() && StatusErrno(result.bytes.status()) == EINTR) {
+    result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
+  }
   if (!result.bytes.ok()) co_return result.bytes.status();
   if (*result.bytes != sizeof(signalfd_siginfo)) {
     co_return absl::InternalError("signalfd: short read");
