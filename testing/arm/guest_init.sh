@@ -23,6 +23,9 @@ for word in $(cat /proc/cmdline); do
   case "$word" in hotring_test_timeout=*) per_test=${word#*=} ;; esac
 done
 echo "RUNNER $(uname -m) $(uname -r) $(nproc) cpu"
+# High memory (32-bit kernels) and what hotring's reactor chose on this kernel.
+grep -E '^(MemTotal|HighTotal):' /proc/meminfo | sed 's/^/RUNNER /'
+(cd /runfiles/hotring && ./hotring selfcheck 2>&1) | sed 's/^/RUNNER /'
 tests=0 failed=0 cases_passed=0 cases_failed=0
 while read -r path; do
   [ -n "$path" ] || continue
