@@ -391,6 +391,9 @@ size_t Reactor::Reap() {
 void Reactor::Dispatch(uint64_t user_data, int32_t result, uint32_t flags) {
   if (user_data == 0) return;  // cancel and link-timeout CQEs
   if (user_data == kUntrackedUserData) {
+    // Our own bookkeeping (PROVIDE_BUFFERS recycling a buffer after each datagram): no sign of
+    // a producer's burst, so it does not count towards batching the next wait.
+    ++round_untracked_;
     if (result < 0) {
       ++untracked_failures_;
       LogWarning("reactor: untracked operation failed: %s", strerror(-result));
@@ -490,7 +493,8 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
     }
   }
   round_unbatchable_ = false;
-  const size_t reaped = Reap();
+  round_untracked_ = 0;
+  const size_t reaped = Reap() - round_untracked_;
   // A round that could have waited decides the next wait; one that ran ready work without
   // waiting only upgrades it.
   if (reaped >= kBusyCompletions && !round_unbatchable_) {

@@ -234,6 +234,7 @@ class Reactor {
   uint64_t untracked_failures_ = 0;
   bool busy_ = false;       // the last round reaped kBusyCompletions, all batchable
   bool round_unbatchable_ = false;  // this round dispatched a completion of an unbatchable op
+  size_t round_untracked_ = 0;      // QueueUntracked completions this round (not counted as busy)
 };
 
 template <typename T>
