@@ -1,5 +1,7 @@
-// BufferRing: a provided-buffer ring registered with a reactor's io_uring, from which multishot
-// receives pick buffers. ProvidedBuffer: a lease on one buffer, returned to the ring when dropped.
+// BufferRing: a group of provided buffers of a reactor's io_uring, from which multishot receives
+// pick buffers: a registered provided-buffer ring where that is safe, else buffers provided one
+// by one with IORING_OP_PROVIDE_BUFFERS. ProvidedBuffer: a lease on one buffer, returned to the
+// group when dropped.
 #ifndef HOTRING_IO_BUFFER_RING_H_
 #define HOTRING_IO_BUFFER_RING_H_
 
@@ -19,6 +21,16 @@ namespace hotring::io {
 // Owns the ring's shared memory and the buffers behind it. Shared (std::shared_ptr) between
 // its user and the multishot operations using it, so the memory outlives every operation the
 // kernel may still write through. Must be released before its Reactor.
+//
+// Two ways to hand buffers to the kernel, the same to the user (group id, buffer ids, Recycle):
+// - a ring registered from our memory (IORING_REGISTER_PBUF_RING, kernel 5.19): recycling a
+//   buffer is two stores, no system call. Used when Features::buf_ring.
+// - IORING_OP_PROVIDE_BUFFERS (kernel 5.7): each buffer is given to the kernel by an SQE
+//   (Reactor::QueueUntracked), which goes in with the next submission. Used on 32-bit kernels
+//   with high memory, which oops (Debian's 6.1) or refuse with EINVAL (6.6 and later) when a
+//   registered ring's page lies there (io/high_memory.h), and when registration fails with
+//   EINVAL for any other reason. The kernel only keeps the buffers' addresses and writes them
+//   with copy_to_user, which reaches high memory.
 class BufferRing {
  public:
   // `count` must be a power of two (at most 32768); each buffer holds `size` bytes.
@@ -34,6 +46,8 @@ class BufferRing {
   [[nodiscard]] absl::Span<char> Data(uint16_t buffer_id);
   // Gives buffer `buffer_id` back to the kernel.
   void Recycle(uint16_t buffer_id);
+  // Whether the buffers go through a registered ring (else IORING_OP_PROVIDE_BUFFERS).
+  [[nodiscard]] bool registered() const { return registered_; }
   // Buffers currently lent to the kernel (not held by a consumer).
   [[nodiscard]] uint32_t available() const { return available_; }
   // A CQE handed buffer `buffer_id` to a consumer.
@@ -51,6 +65,11 @@ class BufferRing {
 
  private:
   BufferRing(Reactor& reactor, uint16_t group_id, uint16_t count, uint32_t size);
+  // Maps and registers ring_ and fills it (ring mode). A refusal is the kernel's errno as a
+  // status (StatusErrno), EINVAL being the one Create falls back from.
+  absl::Status Register();
+  // Queues IORING_OP_PROVIDE_BUFFERS for one buffer (provide mode).
+  void Provide(uint16_t buffer_id);
   Reactor& reactor_;
   uint16_t group_id_;
   uint16_t count_;
@@ -67,7 +86,7 @@ class BufferRing {
   // page (nearly every uevent) touches one page of its buffer, not two.
   size_t stride_ = 0;
   uint32_t available_ = 0;
-  bool registered_ = false;
+  bool registered_ = false;  // ring mode; else provide mode
 };
 
 // A lease on one buffer of a BufferRing, holding `length` valid bytes starting at `offset`.

@@ -1,13 +1,19 @@
 #include "io/reactor.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/log.h"
 #include "core/notifier.h"
 #include "core/status.h"
+#include "io/high_memory.h"
 
 namespace hotring::io {
 namespace {
@@ -25,6 +31,29 @@ constexpr size_t kBusyCompletions = 2;
 // operations complete. A timer or waitid completion still wakes the thread at once, but the
 // kernel then sleeps again until the count or the window is reached.
 constexpr unsigned kBatchCompletions = 32;
+
+// user_data of QueueUntracked SQEs. An OpId never has it: generations skip all-ones.
+constexpr uint64_t kUntrackedUserData = ~uint64_t{0};
+
+// /proc/meminfo, or nullopt if it cannot be read (no /proc yet, early in an initramfs).
+std::optional<std::string> ReadMeminfo() {
+  const int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
 
 struct RequiredOp {
   int opcode;
@@ -90,6 +119,7 @@ std::string Features::Describe() const {
   parts.push_back(absl::StrCat("waitid=", waitid));
   parts.push_back(absl::StrCat("recv_multishot=", recv_multishot));
   parts.push_back(absl::StrCat("buf_ring=", buf_ring));
+  if (high_memory) parts.push_back("high_memory=1");
   return absl::StrJoin(parts, " ");
 }
 
@@ -156,7 +186,17 @@ absl::Status Reactor::Init(const Options& options) {
   // Multishot receive (6.0) and buffer rings (5.19) have no opcode of their own; SENDMSG_ZC
   // (6.1) is the closest probe-visible marker that both are present.
   features_.recv_multishot = io_uring_opcode_supported(probe, IORING_OP_SENDMSG_ZC);
-  features_.buf_ring = features_.recv_multishot;
+  // A 64-bit process skips the file: its kernel has no high memory (io/high_memory.h).
+  std::optional<std::string> meminfo;
+  if (sizeof(void*) < 8) meminfo = ReadMeminfo();
+  features_.high_memory = PinnedPagesMayBeHighMemory(meminfo, sizeof(void*));
+  features_.buf_ring =
+      features_.recv_multishot && options.use_buf_ring && !features_.high_memory;
+  if (features_.recv_multishot && features_.high_memory) {
+    LogInfo("io_uring: 32-bit kernel with high memory: buffers provided with "
+            "IORING_OP_PROVIDE_BUFFERS, not a registered ring (which such kernels cannot "
+            "read from high memory)");
+  }
   io_uring_free_probe(probe);
   if (!missing.empty()) {
     return absl::FailedPreconditionError(
@@ -323,6 +363,12 @@ void Reactor::Cancel(OpId id) {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
+void Reactor::QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare) {
+  io_uring_sqe* sqe = GetSqe();
+  prepare(sqe);
+  io_uring_sqe_set_data64(sqe, kUntrackedUserData);
+}
+
 size_t Reactor::Reap() {
   size_t reaped = 0;
   if (io_uring_cq_has_overflow(&ring_)) ++cq_overflows_;
@@ -344,6 +390,16 @@ size_t Reactor::Reap() {
 
 void Reactor::Dispatch(uint64_t user_data, int32_t result, uint32_t flags) {
   if (user_data == 0) return;  // cancel and link-timeout CQEs
+  if (user_data == kUntrackedUserData) {
+    // Our own bookkeeping (PROVIDE_BUFFERS recycling a buffer after each datagram): no sign of
+    // a producer's burst, so it does not count towards batching the next wait.
+    ++round_untracked_;
+    if (result < 0) {
+      ++untracked_failures_;
+      LogWarning("reactor: untracked operation failed: %s", strerror(-result));
+    }
+    return;
+  }
   const OpId id{static_cast<uint32_t>(user_data & 0xffffffffu),
                 static_cast<uint32_t>(user_data >> 32)};
   Operation* const op = Lookup(id);
@@ -437,7 +493,8 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
     }
   }
   round_unbatchable_ = false;
-  const size_t reaped = Reap();
+  round_untracked_ = 0;
+  const size_t reaped = Reap() - round_untracked_;
   // A round that could have waited decides the next wait; one that ran ready work without
   // waiting only upgrades it.
   if (reaped >= kBusyCompletions && !round_unbatchable_) {

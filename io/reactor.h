@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -92,7 +93,11 @@ struct Features {
   bool coop_taskrun = false;
   bool waitid = false;         // IORING_OP_WAITID (kernel 6.7)
   bool recv_multishot = false; // IORING_RECV_MULTISHOT (kernel 6.0)
-  bool buf_ring = false;       // registered provided-buffer rings (kernel 5.19)
+  // Provided-buffer rings registered from our memory (kernel 5.19), unless pinned pages may be
+  // high memory (io/high_memory.h) or Options::use_buf_ring is off: BufferRing then provides
+  // its buffers with IORING_OP_PROVIDE_BUFFERS.
+  bool buf_ring = false;
+  bool high_memory = false;    // a 32-bit kernel with high memory (io/high_memory.h)
   std::string Describe() const;
 };
 
@@ -112,6 +117,9 @@ class Reactor {
     bool prefer_defer_taskrun = true;
     // Use IORING_OP_WAITID when the kernel has it (tests turn it off to cover the fallback).
     bool use_waitid = true;
+    // Register provided-buffer rings when the kernel has them and they are safe (tests turn it
+    // off to cover the IORING_OP_PROVIDE_BUFFERS fallback of 32-bit high-memory kernels).
+    bool use_buf_ring = true;
     // After a busy round (at least two completions, all of operations marked batchable, see
     // Operation::set_batchable), the next wait asks the kernel for many completions but gives
     // up after this window; after any other round it waits for one completion with no
@@ -150,6 +158,13 @@ class Reactor {
   void Abandon(OpId id);
   // Asks the kernel to cancel an operation that is still wanted (its awaiter sees -ECANCELED).
   void Cancel(OpId id);
+  // Queues an SQE that nothing awaits and that owns no storage of its own (provided-buffer
+  // bookkeeping: the buffers it names belong to a BufferRing). `prepare` fills it; it goes to
+  // the kernel with the next submission, in order with every SQE queued before and after it.
+  // A failed completion is logged and counted (untracked_failures).
+  void QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare);
+  // Submits what is queued now.
+  absl::Status Flush() { return SubmitPending(0); }
 
   // Submits queued SQEs, waits for at least one completion if `block` and work is in flight,
   // then resumes every coroutine whose operation completed. Returns how many were resumed.
@@ -177,6 +192,8 @@ class Reactor {
   // (IORING_SQ_CQ_OVERFLOW), and io_uring_enter calls refused with EBUSY for the same reason:
   // each is a full CQ survived, nothing lost.
   [[nodiscard]] uint64_t cq_overflows() const { return cq_overflows_; }
+  // Completions of QueueUntracked SQEs that reported an error.
+  [[nodiscard]] uint64_t untracked_failures() const { return untracked_failures_; }
   // Completions the kernel dropped (the ring's overflow counter: only when it could not even
   // allocate an overflow entry). Should stay 0: anything else is a lost operation.
   [[nodiscard]] uint64_t cq_lost() const {
@@ -214,8 +231,10 @@ class Reactor {
   __kernel_timespec batch_window_{};
   uint64_t batch_waits_ = 0;
   uint64_t cq_overflows_ = 0;
+  uint64_t untracked_failures_ = 0;
   bool busy_ = false;       // the last round reaped kBusyCompletions, all batchable
   bool round_unbatchable_ = false;  // this round dispatched a completion of an unbatchable op
+  size_t round_untracked_ = 0;      // QueueUntracked completions this round (not counted as busy)
 };
 
 template <typename T>

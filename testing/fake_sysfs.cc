@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
@@ -284,6 +287,25 @@ absl::StatusOr<std::string> FakeSysfs::ReadFile(absl::string_view relative) cons
 
 absl::StatusOr<std::string> FakeSysfs::ReadUevent(absl::string_view devpath) const {
   return ReadFile(absl::StrCat(devpath, "/uevent"));
+}
+
+std::string KernelBitmap(absl::string_view words64) {
+  if (sizeof(unsigned long) == 8) return std::string(words64);
+  std::vector<std::string> out;
+  bool leading = true;
+  for (absl::string_view token : absl::StrSplit(words64, ' ', absl::SkipEmpty())) {
+    uint64_t word = 0;
+    if (!absl::SimpleHexAtoi(token, &word)) {
+      out.emplace_back(token);
+    } else if (leading && (word >> 32) == 0) {
+      out.push_back(absl::StrCat(absl::Hex(word & 0xffffffffu)));
+    } else {
+      out.push_back(absl::StrCat(absl::Hex(word >> 32)));
+      out.push_back(absl::StrCat(absl::Hex(word & 0xffffffffu)));
+    }
+    leading = false;
+  }
+  return absl::StrJoin(out, " ");
 }
 
 }  // namespace hotring::testing

@@ -96,6 +96,13 @@ class FakeSysfs {
 [[nodiscard]] std::string FormatUeventFile(
     const std::vector<std::pair<std::string, std::string>>& vars);
 
+// A bitmap attribute (an input device's capabilities/*, properties) written as words of a
+// 64-bit kernel's `unsigned long` (most significant first, as recorded on x86-64), printed as
+// the kernel of this build's word size prints it: unchanged on a 64-bit build, each word split
+// into two 32-bit words on a 32-bit one (the leading word's zero high half left out, as the
+// kernel leaves out leading zero words). A token that is not hex stays one token.
+[[nodiscard]] std::string KernelBitmap(absl::string_view words64);
+
 }  // namespace hotring::testing
 
 #endif  // HOTRING_TESTING_FAKE_SYSFS_H_

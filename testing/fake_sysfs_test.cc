@@ -125,5 +125,17 @@ TEST(FakeSysfsTest, TreeIsRemovedWithItsOwner) {
   EXPECT_FALSE(Exists(root));
 }
 
+TEST(FakeSysfsTest, KernelBitmapPrintsTheBuildsWordSize) {
+  if (sizeof(unsigned long) == 8) {
+    EXPECT_EQ(KernelBitmap("10000000000000 0"), "10000000000000 0");
+  } else {
+    // KEY_POWER (116): 64-bit word 1 bit 52, 32-bit word 3 bit 20.
+    EXPECT_EQ(KernelBitmap("10000000000000 0"), "100000 0 0 0");
+    EXPECT_EQ(KernelBitmap("1000000000007 ff9f207ac14057ff"), "10000 7 ff9f207a c14057ff");
+    EXPECT_EQ(KernelBitmap("0"), "0");
+    EXPECT_EQ(KernelBitmap("zz 3"), "zz 0 3");
+  }
+}
+
 }  // namespace
 }  // namespace hotring::testing

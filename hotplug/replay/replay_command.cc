@@ -122,9 +122,11 @@ absl::Status RemoveTree(const std::string& path) {
 
 // --- the handler wrapper --------------------------------------------------------------------
 
-// Runs each PROGRAM with ARGS and the environment we were given (minus the PWD the wrapper's
-// shell added), one after the other while they succeed, leaving one run record each in
-// RUNS_DIR. Exits with the first failure's code, as the daemon's handler chain would stop.
+// Runs each PROGRAM with ARGS and the environment we were given (minus what the wrapper's
+// shell added: PWD, and SHLVL and _ from busybox's ash or bash as /bin/sh, so a board's
+// manifest matches one made where /bin/sh is dash), one after the other while they succeed,
+// leaving one run record each in RUNS_DIR. Exits with the first failure's code, as the daemon's
+// handler chain would stop.
 int RunWrapped(const std::vector<std::string>& args) {
   // args: --run RUNS_DIR KIND PROGRAM... -- ARGS...
   const auto dashes = std::find(args.begin(), args.end(), "--");
@@ -138,7 +140,11 @@ int RunWrapped(const std::vector<std::string>& args) {
   const std::vector<std::string> rest(dashes + 1, args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (!absl::StartsWith(*e, "PWD=")) env.emplace_back(*e);
+    if (absl::StartsWith(*e, "PWD=") || absl::StartsWith(*e, "SHLVL=") ||
+        absl::StartsWith(*e, "_=")) {
+      continue;
+    }
+    env.emplace_back(*e);
   }
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());

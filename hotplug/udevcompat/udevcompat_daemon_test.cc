@@ -32,9 +32,11 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
                               .kind = FakeSysfs::Kind::kBus}).ok());
   const std::string input = "/devices/platform/i8042/serio1/input/input3";
   ASSERT_TRUE(sys->AddDevice({.devpath = input, .subsystem = "input"}).ok());
-  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/ev", "7\n").ok());
-  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/key", "1f0000 0 0 0 0\n").ok());
-  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/rel", "143\n").ok());
+  // Bitmaps as a kernel of this build's word size prints them (recorded on x86-64).
+  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/ev", testing::KernelBitmap("7") + "\n").ok());
+  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/key",
+                             testing::KernelBitmap("1f0000 0 0 0 0") + "\n").ok());
+  ASSERT_TRUE(sys->WriteFile(input + "/capabilities/rel", testing::KernelBitmap("143") + "\n").ok());
   ASSERT_TRUE(sys->AddDevice({.devpath = input + "/event3", .subsystem = "input",
                               .uevent = {{"MAJOR", "13"}, {"MINOR", "67"}, {"DEVNAME", "input/event3"}}}).ok());
   absl::StatusOr<std::string> dir = testing::MakeTempDir("udevcompat_daemon");

@@ -325,9 +325,10 @@ TEST_F(UdevCompatHandlerTest, UsbKeyboardEventNodeAndInputDevice) {
   ASSERT_TRUE(sys_->AddDevice({.devpath = intf + "/0003:0627:0001.0001", .subsystem = "hid",
                                .kind = FakeSysfs::Kind::kBus}).ok());
   ASSERT_TRUE(sys_->AddDevice({.devpath = input, .subsystem = "input"}).ok());
-  ASSERT_TRUE(sys_->WriteFile(input + "/capabilities/ev", "120013\n").ok());
+  ASSERT_TRUE(sys_->WriteFile(input + "/capabilities/ev", testing::KernelBitmap("120013") + "\n").ok());
   ASSERT_TRUE(sys_->WriteFile(input + "/capabilities/key",
-                              "1000000000007 ff9f207ac14057ff febeffdfffefffff fffffffffffffffe\n").ok());
+                              testing::KernelBitmap("1000000000007 ff9f207ac14057ff febeffdfffefffff "
+                                                    "fffffffffffffffe") + "\n").ok());
   ASSERT_TRUE(sys_->WriteFile(input + "/id/bustype", "0003\n").ok());
   ASSERT_TRUE(sys_->AddDevice({.devpath = input + "/event2", .subsystem = "input",
                                .uevent = {{"MAJOR", "13"}, {"MINOR", "66"}, {"DEVNAME", "input/event2"}}}).ok());

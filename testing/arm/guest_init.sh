@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # /init of the test guest (run_arm_tests.sh packs it with busybox and the test binaries). Runs
-# every test listed in /tests.txt (one runfiles-relative path a line) as Bazel would: from the
-# runfiles tree, with TEST_SRCDIR, TEST_WORKSPACE and a fresh TEST_TMPDIR. Prints one line per
+# every test listed in /tests.txt (a runfiles-relative path a line, optionally followed by a
+# GoogleTest filter for cases the guest cannot run) as Bazel would: from the runfiles tree, with
+# TEST_SRCDIR, TEST_WORKSPACE and a fresh TEST_TMPDIR. Prints one line per
 # test on the console, `TEST path PASS|FAIL ...` (a failed test's output follows it, each line
 # prefixed by `| `), then one closing `SUMMARY` line, runs the commands of /bench.txt if there
 # is one, and powers the guest off.
@@ -23,8 +24,11 @@ for word in $(cat /proc/cmdline); do
   case "$word" in hotring_test_timeout=*) per_test=${word#*=} ;; esac
 done
 echo "RUNNER $(uname -m) $(uname -r) $(nproc) cpu"
+# High memory (32-bit kernels) and what hotring's reactor chose on this kernel.
+grep -E '^(MemTotal|HighTotal):' /proc/meminfo | sed 's/^/RUNNER /'
+(cd /runfiles/hotring && ./hotring selfcheck 2>&1) | sed 's/^/RUNNER /'
 tests=0 failed=0 cases_passed=0 cases_failed=0
-while read -r path; do
+while read -r path filter; do
   [ -n "$path" ] || continue
   tests=$((tests + 1))
   tmp=/tmp/t$tests
@@ -32,7 +36,7 @@ while read -r path; do
   start=$(cut -d' ' -f1 /proc/uptime)
   status=0
   (cd /runfiles/hotring && TEST_SRCDIR=/runfiles TEST_WORKSPACE=hotring TEST_TMPDIR="$tmp" \
-    HOME="$tmp" GTEST_COLOR=no timeout "$per_test" "./$path" >"$tmp.log" 2>&1) || status=$?
+    HOME="$tmp" GTEST_COLOR=no GTEST_FILTER="${filter:-*}" timeout "$per_test" "./$path" >"$tmp.log" 2>&1) || status=$?
   end=$(cut -d' ' -f1 /proc/uptime)
   # GoogleTest's own count of cases: "[  PASSED  ] N tests." / "[  FAILED  ] N tests, listed below:"
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$tmp.log" | tail -n 1)
