@@ -123,7 +123,8 @@ TEST(SignalFdTest, StopAndContinueDoNotEndTheWait) {
   ASSERT_NE(status, -1) << "the watcher never saw SIGUSR1";
   ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
   EXPECT_EQ(WEXITSTATUS(status), kGotSigusr1)
-      << (WEXITSTATUS(status) == kNextFailed ? "Next failed after SIGSTOP/SIGCONT" : "setup failed");
+      << (WEXITSTATUS(status) == kNextFailed ? "Next failed after SIGSTOP/SIGCONT"
+                                             : "setup failed");
 }
 
 }  // namespace

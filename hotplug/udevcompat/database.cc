@@ -215,8 +215,11 @@ absl::Status DatabaseDir::AddTag(absl::string_view tag, absl::string_view id) co
   HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, TagDir(tag, /*create=*/true));
   const std::string name(id);
   // As udevd touches it: an existing file is kept; the mode is 0444 whatever the umask.
-  UniqueFd file(::openat(dir.get(), name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444));
-  if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/tags/", tag, "/", name, ")"));
+  UniqueFd file(
+      ::openat(dir.get(), name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!file.valid()) {
+    return ErrnoStatus(absl::StrCat("create(", path_, "/tags/", tag, "/", name, ")"));
+  }
   (void)::fchmod(file.get(), 0444);
   return absl::OkStatus();
 }

@@ -266,7 +266,8 @@ TEST_F(GuestRecordedTest, UsbKeyboard) {
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0"}}));
   // 71-seat.rules tags inputN (not its event node) "seat" with its ID_FOR_SEAT.
   EXPECT_THAT(Compute(input, "input").first,
-              UnorderedElementsAreArray(With(expected, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_1_1_0"}})));
+              UnorderedElementsAreArray(
+                  With(expected, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_1_1_0"}})));
   EXPECT_THAT(tags_, ElementsAre("seat"));
   const auto [props, links] = Compute(absl::StrCat(input, "/event2"), "input", {{"DEVNAME", "input/event2"}});
   EXPECT_THAT(props, UnorderedElementsAreArray(expected));
@@ -295,10 +296,12 @@ TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
            With(UsbIdentity("Tablet", "28754-0000:00:05.0-3", ":030000:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:3:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_3_1_0"}}));
   EXPECT_THAT(Compute(mouse, "input").first,
-              UnorderedElementsAreArray(With(expected_mouse, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_2_1_0"}})));
+              UnorderedElementsAreArray(
+                  With(expected_mouse, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_2_1_0"}})));
   EXPECT_THAT(tags_, ElementsAre("seat"));
   EXPECT_THAT(Compute(tablet, "input").first,
-              UnorderedElementsAreArray(With(expected_tablet, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_3_1_0"}})));
+              UnorderedElementsAreArray(
+                  With(expected_tablet, {{"ID_FOR_SEAT", "input-pci-0000_00_05_0-usb-0_3_1_0"}})));
   EXPECT_THAT(tags_, ElementsAre("seat"));
   auto [props, links] = Compute(absl::StrCat(mouse, "/mouse1"), "input", {{"DEVNAME", "input/mouse1"}});
   EXPECT_THAT(props, UnorderedElementsAreArray(expected_mouse));
@@ -329,10 +332,12 @@ TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
                                           Pair("ID_PATH_TAG", "platform-i8042-serio-1")));
   EXPECT_THAT(links, ElementsAre("input/by-path/platform-i8042-serio-1-mouse"));
   EXPECT_THAT(tags_, IsEmpty());
-  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio0/input/input0", "input").first, "ID_FOR_SEAT"),
+  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio0/input/input0", "input").first,
+                          "ID_FOR_SEAT"),
             "input-platform-i8042-serio-0");
   EXPECT_THAT(tags_, ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio1/input/input3", "input").first, "ID_FOR_SEAT"),
+  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio1/input/input3", "input").first,
+                          "ID_FOR_SEAT"),
             "input-platform-i8042-serio-1");
   EXPECT_THAT(tags_, ElementsAre("seat"));
 }
@@ -355,7 +360,8 @@ TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
   EXPECT_EQ(PropertyValue(hub, "ID_PATH"), "pci-0000:00:05.0");
   EXPECT_EQ(PropertyValue(hub, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
   EXPECT_THAT(tags_, ElementsAre("seat"));
-  const Properties keyboard = Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
+  const Properties keyboard =
+      Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
   EXPECT_EQ(PropertyValue(keyboard, "ID_PATH"), "pci-0000:00:05.0-usb-0:1");
   EXPECT_EQ(PropertyValue(keyboard, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
   EXPECT_THAT(tags_, ElementsAre("seat"));
@@ -407,30 +413,38 @@ TEST_F(GuestRecordedTest, VirtioGpuDrmDevicesAndFramebufferTags) {
   const std::string gpu = "/devices/pci0000:00/0000:00:06.0";
   Add(gpu, "pci", {{"DRIVER", "virtio-pci"}, {"PCI_CLASS", "38000"}, {"PCI_ID", "1AF4:1050"}},
       {{"class", "0x038000"}, {"vendor", "0x1af4"}, {"device", "0x1050"}});
-  Add(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}},
-      {}, FakeSysfs::Kind::kClass);
-  Add(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}, {}, FakeSysfs::Kind::kClass);
-  Add(gpu + "/drm/renderD128", "drm",
-      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}, {"DEVNAME", "dri/renderD128"}}, {},
+  Add(gpu + "/drm/card0", "drm",
+      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}, {},
       FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}, {},
+      FakeSysfs::Kind::kClass);
+  Add(gpu + "/drm/renderD128", "drm",
+      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}, {"DEVNAME", "dri/renderD128"}},
+      {}, FakeSysfs::Kind::kClass);
   Add(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}, {"DEVNAME", "fb0"}}, {},
       FakeSysfs::Kind::kClass);
   const Properties path = {{"ID_PATH", "pci-0000:00:06.0"}, {"ID_PATH_TAG", "pci-0000_00_06_0"}};
   // The PCI function has a driver: path_id only, no tag.
-  EXPECT_THAT(Compute(gpu, "pci", {{"DRIVER", "virtio-pci"}}).first, UnorderedElementsAreArray(path));
+  EXPECT_THAT(Compute(gpu, "pci", {{"DRIVER", "virtio-pci"}}).first,
+              UnorderedElementsAreArray(path));
   EXPECT_THAT(tags_, IsEmpty());
-  EXPECT_THAT(Compute(gpu + "/drm/card0", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}}).first,
+  EXPECT_THAT(Compute(gpu + "/drm/card0", "drm",
+                      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "0"}})
+                  .first,
               UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
   EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat", "master-of-seat"));
-  EXPECT_THAT(Compute(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}).first,
-              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
+  EXPECT_THAT(
+      Compute(gpu + "/drm/card0/card0-Virtual-1", "drm", {{"DEVTYPE", "drm_connector"}}).first,
+      UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
   EXPECT_THAT(tags_, UnorderedElementsAre("seat", "master-of-seat"));
-  EXPECT_THAT(Compute(gpu + "/drm/renderD128", "drm", {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}})
+  EXPECT_THAT(Compute(gpu + "/drm/renderD128", "drm",
+                      {{"DEVTYPE", "drm_minor"}, {"MAJOR", "226"}, {"MINOR", "128"}})
                   .first,
               UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "drm-pci-0000_00_06_0"}})));
   EXPECT_THAT(tags_, UnorderedElementsAre("uaccess", "seat"));
-  EXPECT_THAT(Compute(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}}).first,
-              UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "graphics-pci-0000_00_06_0"}})));
+  EXPECT_THAT(
+      Compute(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}}).first,
+      UnorderedElementsAreArray(With(path, {{"ID_FOR_SEAT", "graphics-pci-0000_00_06_0"}})));
   EXPECT_THAT(tags_, ElementsAre("seat"));
 }
 

@@ -97,7 +97,8 @@ TEST(LibudevMonitorTest, UdevMonitorReceivesOurAnnouncementThroughItsFilter) {
 // Lines of `client` until EOF, and its exit status.
 std::pair<std::vector<std::string>, int> Finish(FILE* client) {
   std::vector<std::string> lines;
-  for (std::string line = ReadLine(client); !line.empty(); line = ReadLine(client)) lines.push_back(line);
+  for (std::string line = ReadLine(client); !line.empty(); line = ReadLine(client))
+    lines.push_back(line);
   return {lines, pclose(client)};
 }
 
@@ -114,8 +115,8 @@ TEST(LibudevMonitorTest, TagFilterReceivesOnlyAnnouncementsWithTheTag) {
   absl::StatusOr<std::string> untagged = EncodeMonitorMessage(
       Message("input", "/devices/virtual/hotring_test/input/input8/event8", "7", {}));
   ASSERT_TRUE(untagged.ok());
-  MonitorMessage uaccess = Message("sound", "/devices/virtual/hotring_test/sound/card9/controlC9", "8",
-                                   {{"TAGS", ":uaccess:"}, {"CURRENT_TAGS", ":uaccess:"}});
+  MonitorMessage uaccess = Message("sound", "/devices/virtual/hotring_test/sound/card9/controlC9",
+                                   "8", {{"TAGS", ":uaccess:"}, {"CURRENT_TAGS", ":uaccess:"}});
   uaccess.tags = {"uaccess"};
   absl::StatusOr<std::string> uaccess_only = EncodeMonitorMessage(uaccess);
   ASSERT_TRUE(uaccess_only.ok());
@@ -160,7 +161,8 @@ TEST(LibudevMonitorTest, EnumerateByTagFindsOurTagIndexAndEntry) {
   EXPECT_THAT(lines, Contains("syspath=/sys/devices/virtual/mem/null"));
   EXPECT_THAT(lines, Contains("ID_FOR_SEAT=mem-test"));
   // sd-device joins its tag set in hash order.
-  EXPECT_THAT(lines, Contains(::testing::AnyOf("TAGS=:hotring-test:seat:", "TAGS=:seat:hotring-test:")));
+  EXPECT_THAT(lines,
+              Contains(::testing::AnyOf("TAGS=:hotring-test:seat:", "TAGS=:seat:hotring-test:")));
   EXPECT_THAT(lines, Contains("CURRENT_TAGS=:seat:"));
   EXPECT_THAT(lines, Contains("tag=seat"));
   EXPECT_THAT(lines, Contains("initialized=1"));

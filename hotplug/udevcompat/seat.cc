@@ -61,15 +61,22 @@ bool UaccessByProperty(const Event& event, const Properties& props, absl::string
 }
 
 // 70-uaccess.rules for a device with a node (the file skips the others).
-bool Uaccess(const SysfsView& view, const Event& event, const Properties& props, absl::string_view kernel) {
+bool Uaccess(const SysfsView& view, const Event& event, const Properties& props,
+             absl::string_view kernel) {
   const std::string& subsystem = event.subsystem;
-  if (subsystem == "usb" && absl::StrContains(Env(event, props, "ID_USB_INTERFACES"), ":060101:")) return true;
-  if (subsystem == "block" && Env(event, props, "ID_CDROM") == "1") return true;
-  if (subsystem == "scsi_generic" && ScsiOpticalOrWorm(view, event.devpath)) return true;
-  if (subsystem == "sound" || subsystem == "video4linux" || subsystem == "dvb" || subsystem == "media") {
+  if (subsystem == "usb" && absl::StrContains(Env(event, props, "ID_USB_INTERFACES"), ":060101:")) {
     return true;
   }
-  if (subsystem == "drm" && (absl::StartsWith(kernel, "card") || absl::StartsWith(kernel, "renderD"))) return true;
+  if (subsystem == "block" && Env(event, props, "ID_CDROM") == "1") return true;
+  if (subsystem == "scsi_generic" && ScsiOpticalOrWorm(view, event.devpath)) return true;
+  if (subsystem == "sound" || subsystem == "video4linux" || subsystem == "dvb" ||
+      subsystem == "media") {
+    return true;
+  }
+  if (subsystem == "drm" &&
+      (absl::StartsWith(kernel, "card") || absl::StartsWith(kernel, "renderD"))) {
+    return true;
+  }
   if (subsystem == "misc" && (kernel == "kvm" || kernel == "rfkill")) return true;
   if (subsystem == "input" && !Env(event, props, "ID_INPUT_JOYSTICK").empty()) return true;
   return UaccessByProperty(event, props, kernel);
@@ -80,7 +87,8 @@ bool Uaccess(const SysfsView& view, const Event& event, const Properties& props,
 bool DisplayController(const SysfsView& view, const Event& event, const Properties& props) {
   const std::string from_db = Env(event, props, "ID_PCI_CLASS_FROM_DATABASE");
   if (!from_db.empty()) return from_db == "Display controller";
-  const std::string cls = absl::AsciiStrToLower(view.Attribute(event.devpath, "class").value_or(""));
+  const std::string cls =
+      absl::AsciiStrToLower(view.Attribute(event.devpath, "class").value_or(""));
   return cls.size() == 8 && absl::StartsWith(cls, "0x03");
 }
 
@@ -88,7 +96,8 @@ bool DisplayController(const SysfsView& view, const Event& event, const Properti
 
 std::optional<std::string> KernelCmdlineValue(absl::string_view cmdline, absl::string_view key) {
   std::optional<std::string> value;
-  for (absl::string_view word : absl::StrSplit(cmdline, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+  for (absl::string_view word :
+       absl::StrSplit(cmdline, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
     if (word == key) {
       value.emplace(1, '1');  // (assigning a literal trips a GCC 12 -Wrestrict false positive)
     } else if (absl::StartsWith(word, key) && word.size() > key.size() && word[key.size()] == '=') {
@@ -102,7 +111,9 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
                                         const SeatContext& context, Properties& props) {
   std::vector<std::string> tags;
   if (event.action == "remove") return tags;
-  auto has = [&](absl::string_view tag) { return std::find(tags.begin(), tags.end(), tag) != tags.end(); };
+  auto has = [&](absl::string_view tag) {
+    return std::find(tags.begin(), tags.end(), tag) != tags.end();
+  };
   auto tag = [&](absl::string_view t) {
     if (!has(t)) tags.emplace_back(t);
   };
@@ -128,8 +139,8 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   if (subsystem == "graphics" && PrefixDigit(kernel, "fb", /*any=*/false) && import_nomodeset()) {
     tag("master-of-seat");
   }
-  if (subsystem == "pci" && DisplayController(view, event, props) && Env(event, props, "DRIVER").empty() &&
-      import_nomodeset()) {
+  if (subsystem == "pci" && DisplayController(view, event, props) &&
+      Env(event, props, "DRIVER").empty() && import_nomodeset()) {
     tag("seat");
     tag("master-of-seat");
   }
@@ -144,7 +155,8 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
     const std::string vendor = view.Attribute(event.devpath, "idVendor").value_or("");
     const std::string product = view.Attribute(event.devpath, "idProduct").value_or("");
     // The Plugable USB docking hub.
-    if (vendor == "2230" && (product == "0001" || product == "0003")) SetProperty(props, "ID_AUTOSEAT", "1");
+    if (vendor == "2230" && (product == "0001" || product == "0003"))
+      SetProperty(props, "ID_AUTOSEAT", "1");
     // The Mimo 720's hub, recognized by its graphics function on port 2.
     if (vendor == "058f" && product == "6254") {
       const std::string port2 = absl::StrCat(kernel, ".2/");
@@ -167,12 +179,14 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   }
   if (has("seat") && Env(event, props, "ID_FOR_SEAT").empty()) {
     const std::string path_tag = Env(event, props, "ID_PATH_TAG");
-    if (!path_tag.empty()) SetProperty(props, "ID_FOR_SEAT", absl::StrCat(subsystem, "-", path_tag));
+    if (!path_tag.empty())
+      SetProperty(props, "ID_FOR_SEAT", absl::StrCat(subsystem, "-", path_tag));
   }
 
   // 73-seat-late.rules.
   std::string seat = Env(event, props, "ID_SEAT");
-  if (seat.empty() && Env(event, props, "ID_AUTOSEAT") == "1" && !Env(event, props, "ID_FOR_SEAT").empty()) {
+  if (seat.empty() && Env(event, props, "ID_AUTOSEAT") == "1" &&
+      !Env(event, props, "ID_FOR_SEAT").empty()) {
     seat = absl::StrCat("seat-", Env(event, props, "ID_FOR_SEAT"));
     SetProperty(props, "ID_SEAT", seat);
   }

@@ -42,7 +42,8 @@ struct SeatContext {
 // the hwdb's ID_TAG_MASTER_OF_SEAT for fb devices, the Mimo 720's parent retrigger (a RUN), and
 // the uaccess builtin's ACLs (logind's job).
 [[nodiscard]] std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& event,
-                                                      const SeatContext& context, Properties& props);
+                                                      const SeatContext& context,
+                                                      Properties& props);
 
 }  // namespace hotring::hotplug::udevcompat
 

@@ -33,8 +33,8 @@ class SeatTest : public ::testing::Test {
     sys_.emplace(std::move(*sys));
   }
 
-  void Add(const std::string& devpath, const std::string& subsystem, Attrs uevent = {}, Attrs attributes = {},
-           FakeSysfs::Kind kind = FakeSysfs::Kind::kClass) {
+  void Add(const std::string& devpath, const std::string& subsystem, Attrs uevent = {},
+           Attrs attributes = {}, FakeSysfs::Kind kind = FakeSysfs::Kind::kClass) {
     ASSERT_TRUE(sys_->AddDevice({.devpath = devpath,
                                  .subsystem = subsystem,
                                  .kind = kind,
@@ -48,8 +48,8 @@ class SeatTest : public ::testing::Test {
 
   // The rules applied to an add event of `devpath` with the kernel's `env` and the builtins'
   // `props`; the properties they leave are in `props_`.
-  std::vector<std::string> Apply(const std::string& devpath, const std::string& subsystem, Attrs env = {},
-                                 Properties props = {}, SeatContext context = {}) {
+  std::vector<std::string> Apply(const std::string& devpath, const std::string& subsystem,
+                                 Attrs env = {}, Properties props = {}, SeatContext context = {}) {
     Event e;
     e.action = "add";
     e.subsystem = subsystem;
@@ -68,18 +68,22 @@ class SeatTest : public ::testing::Test {
 
 TEST_F(SeatTest, DrmCardIsUaccessSeatAndMasterOfSeatWithItsSeatId) {
   AddPci(kGpu, {{"class", "0x030000"}});
-  Add(absl::StrCat(kGpu, "/drm/card0"), "drm", {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}});
+  Add(absl::StrCat(kGpu, "/drm/card0"), "drm",
+      {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}});
   Add(absl::StrCat(kGpu, "/drm/card0/card0-DP-1"), "drm");
   Add(absl::StrCat(kGpu, "/drm/renderD128"), "drm", {{"MAJOR", "226"}, {"MINOR", "128"}});
   EXPECT_THAT(Apply(absl::StrCat(kGpu, "/drm/card0"), "drm", {{"MAJOR", "226"}, {"MINOR", "0"}}),
               ElementsAre("uaccess", "seat", "master-of-seat"));
-  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "pci-0000:00:02.0"), Pair("ID_PATH_TAG", "pci-0000_00_02_0"),
+  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "pci-0000:00:02.0"),
+                                  Pair("ID_PATH_TAG", "pci-0000_00_02_0"),
                                   Pair("ID_FOR_SEAT", "drm-pci-0000_00_02_0")));
   // A connector has no node: 70-uaccess skips it, 71-seat's card[0-9]* does not.
-  EXPECT_THAT(Apply(absl::StrCat(kGpu, "/drm/card0/card0-DP-1"), "drm"), ElementsAre("seat", "master-of-seat"));
+  EXPECT_THAT(Apply(absl::StrCat(kGpu, "/drm/card0/card0-DP-1"), "drm"),
+              ElementsAre("seat", "master-of-seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
-  EXPECT_THAT(Apply(absl::StrCat(kGpu, "/drm/renderD128"), "drm", {{"MAJOR", "226"}, {"MINOR", "128"}}),
-              ElementsAre("uaccess", "seat"));
+  EXPECT_THAT(
+      Apply(absl::StrCat(kGpu, "/drm/renderD128"), "drm", {{"MAJOR", "226"}, {"MINOR", "128"}}),
+      ElementsAre("uaccess", "seat"));
   // The PCI function itself has a driver (KMS): no tag.
   EXPECT_THAT(Apply(kGpu, "pci", {{"DRIVER", "bochs-drm"}}, {}, {.nomodeset = "1"}), IsEmpty());
 }
@@ -87,7 +91,8 @@ TEST_F(SeatTest, DrmCardIsUaccessSeatAndMasterOfSeatWithItsSeatId) {
 TEST_F(SeatTest, SoundCardIsSeatAndItsNodesUaccessOnly) {
   AddPci("/devices/pci0000:00/0000:00:1b.0");
   Add("/devices/pci0000:00/0000:00:1b.0/sound/card0", "sound");
-  Add("/devices/pci0000:00/0000:00:1b.0/sound/card0/controlC0", "sound", {{"MAJOR", "116"}, {"MINOR", "2"}});
+  Add("/devices/pci0000:00/0000:00:1b.0/sound/card0/controlC0", "sound",
+      {{"MAJOR", "116"}, {"MINOR", "2"}});
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:1b.0/sound/card0", "sound"), ElementsAre("seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "sound-pci-0000_00_1b_0");
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:1b.0/sound/card0/controlC0", "sound",
@@ -104,7 +109,9 @@ TEST_F(SeatTest, InputDevicesAreSeatJoystickNodesUaccess) {
   Add(absl::StrCat(input, "/event1"), "input", {{"MAJOR", "13"}, {"MINOR", "65"}});
   // ID_PATH from 60-persistent-input.rules is kept, ID_FOR_SEAT built on its tag.
   EXPECT_THAT(Apply(input, "input", {},
-                    {{"ID_INPUT", "1"}, {"ID_PATH", "platform-i8042-serio-1"}, {"ID_PATH_TAG", "platform-i8042-serio-1"}}),
+                    {{"ID_INPUT", "1"},
+                     {"ID_PATH", "platform-i8042-serio-1"},
+                     {"ID_PATH_TAG", "platform-i8042-serio-1"}}),
               ElementsAre("seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "input-platform-i8042-serio-1");
   EXPECT_THAT(Apply(absl::StrCat(input, "/event1"), "input", {{"MAJOR", "13"}, {"MINOR", "65"}},
@@ -119,23 +126,30 @@ TEST_F(SeatTest, InputDevicesAreSeatJoystickNodesUaccess) {
 TEST_F(SeatTest, UsbDevicesByClassAndInterfaces) {
   AddPci("/devices/pci0000:00/0000:00:05.0");
   const std::string hub = "/devices/pci0000:00/0000:00:05.0/usb1";
-  Add(hub, "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "0"}}, {{"bDeviceClass", "09"}},
+  Add(hub, "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "0"}},
+      {{"bDeviceClass", "09"}}, FakeSysfs::Kind::kBus);
+  Add(absl::StrCat(hub, "/1-1"), "usb",
+      {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "1"}}, {{"bDeviceClass", "00"}},
       FakeSysfs::Kind::kBus);
-  Add(absl::StrCat(hub, "/1-1"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "1"}},
-      {{"bDeviceClass", "00"}}, FakeSysfs::Kind::kBus);
-  Add(absl::StrCat(hub, "/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}, {}, FakeSysfs::Kind::kBus);
-  Add(absl::StrCat(hub, "/1-2"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "2"}},
-      {{"bDeviceClass", "ef"}}, FakeSysfs::Kind::kBus);
+  Add(absl::StrCat(hub, "/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}, {},
+      FakeSysfs::Kind::kBus);
+  Add(absl::StrCat(hub, "/1-2"), "usb",
+      {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}, {"MINOR", "2"}}, {{"bDeviceClass", "ef"}},
+      FakeSysfs::Kind::kBus);
   EXPECT_THAT(Apply(hub, "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}},
                     {{"ID_PATH", "pci-0000:00:05.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0"}}),
               ElementsAre("seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
-  EXPECT_THAT(Apply(absl::StrCat(hub, "/1-1"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}}),
-              ElementsAre("seat"));
+  EXPECT_THAT(
+      Apply(absl::StrCat(hub, "/1-1"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}}),
+      ElementsAre("seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
-  EXPECT_THAT(Apply(absl::StrCat(hub, "/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}), IsEmpty());
+  EXPECT_THAT(Apply(absl::StrCat(hub, "/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}),
+              IsEmpty());
   // A composite device (class ef) is not a seat port, but an MTP/PTP interface makes it uaccess.
-  EXPECT_THAT(Apply(absl::StrCat(hub, "/1-2"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}}), IsEmpty());
+  EXPECT_THAT(
+      Apply(absl::StrCat(hub, "/1-2"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}}),
+      IsEmpty());
   EXPECT_THAT(Apply(absl::StrCat(hub, "/1-2"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}},
                     {{"ID_USB_INTERFACES", ":060101:ff0000:"}}),
               ElementsAre("uaccess", "seat"));
@@ -149,16 +163,19 @@ TEST_F(SeatTest, ScsiGenericOfAnOpticalDriveIsUaccess) {
   Add(absl::StrCat(cd, "/scsi_generic/sg1"), "scsi_generic", {{"MAJOR", "21"}, {"MINOR", "1"}});
   Add(disk, "scsi", {{"DEVTYPE", "scsi_device"}}, {{"type", "0"}}, FakeSysfs::Kind::kBus);
   Add(absl::StrCat(disk, "/scsi_generic/sg0"), "scsi_generic", {{"MAJOR", "21"}, {"MINOR", "0"}});
-  EXPECT_THAT(Apply(absl::StrCat(cd, "/scsi_generic/sg1"), "scsi_generic", {{"MAJOR", "21"}, {"MINOR", "1"}}),
+  EXPECT_THAT(Apply(absl::StrCat(cd, "/scsi_generic/sg1"), "scsi_generic",
+                    {{"MAJOR", "21"}, {"MINOR", "1"}}),
               ElementsAre("uaccess", "seat"));
-  EXPECT_THAT(Apply(absl::StrCat(disk, "/scsi_generic/sg0"), "scsi_generic", {{"MAJOR", "21"}, {"MINOR", "0"}}),
+  EXPECT_THAT(Apply(absl::StrCat(disk, "/scsi_generic/sg0"), "scsi_generic",
+                    {{"MAJOR", "21"}, {"MINOR", "0"}}),
               IsEmpty());
 }
 
 TEST_F(SeatTest, NomodesetMakesFramebuffersAndDriverlessDisplaysMasters) {
   AddPci(kGpu, {{"class", "0x030000"}});
   Add("/devices/platform/efi-framebuffer.0", "platform", {}, {}, FakeSysfs::Kind::kBus);
-  Add("/devices/platform/efi-framebuffer.0/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}});
+  Add("/devices/platform/efi-framebuffer.0/graphics/fb0", "graphics",
+      {{"MAJOR", "29"}, {"MINOR", "0"}});
   Add("/devices/virtual/graphics/fb10", "graphics", {{"MAJOR", "29"}, {"MINOR", "10"}});
   const std::string fb0 = "/devices/platform/efi-framebuffer.0/graphics/fb0";
   EXPECT_THAT(Apply(fb0, "graphics", {{"MAJOR", "29"}}), ElementsAre("seat"));
@@ -167,9 +184,11 @@ TEST_F(SeatTest, NomodesetMakesFramebuffersAndDriverlessDisplaysMasters) {
               ElementsAre("seat", "master-of-seat"));
   EXPECT_EQ(PropertyValue(props_, "nomodeset"), "1");  // IMPORT{cmdline} sets the property
   // fb[0-9] is one digit: fb10 is a seat device, not a master.
-  EXPECT_THAT(Apply("/devices/virtual/graphics/fb10", "graphics", {{"MAJOR", "29"}}, {}, {.nomodeset = "1"}),
+  EXPECT_THAT(Apply("/devices/virtual/graphics/fb10", "graphics", {{"MAJOR", "29"}}, {},
+                    {.nomodeset = "1"}),
               ElementsAre("seat"));
-  EXPECT_THAT(Apply(kGpu, "pci", {}, {}, {.nomodeset = "1"}), ElementsAre("seat", "master-of-seat"));
+  EXPECT_THAT(Apply(kGpu, "pci", {}, {}, {.nomodeset = "1"}),
+              ElementsAre("seat", "master-of-seat"));
   EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "pci-pci-0000_00_02_0");
   EXPECT_THAT(Apply(kGpu, "pci"), IsEmpty());  // KMS may still bind a driver
 }
@@ -179,22 +198,25 @@ TEST_F(SeatTest, QemuSeatBridgeMakesASeatItsChildrenImport) {
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0", "pci", {},
                     {{"ID_PATH", "pci-0000:00:0a.0"}, {"ID_PATH_TAG", "pci-0000_00_0a_0"}}),
               ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
-  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "pci-0000:00:0a.0"), Pair("ID_PATH_TAG", "pci-0000_00_0a_0"),
-                                  Pair("ID_AUTOSEAT", "1"), Pair("ID_FOR_SEAT", "pci-pci-0000_00_0a_0"),
+  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "pci-0000:00:0a.0"),
+                                  Pair("ID_PATH_TAG", "pci-0000_00_0a_0"), Pair("ID_AUTOSEAT", "1"),
+                                  Pair("ID_FOR_SEAT", "pci-pci-0000_00_0a_0"),
                                   Pair("ID_SEAT", "seat-pci-pci-0000_00_0a_0")));
   // Below it, every device imports the parent's ID_SEAT and is tagged with it.
   AddPci("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0");
   Add("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0/usb3", "usb", {{"DEVTYPE", "usb_device"}},
       {{"bDeviceClass", "09"}}, FakeSysfs::Kind::kBus);
-  EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0/usb3", "usb", {{"DEVTYPE", "usb_device"}}, {},
-                    {.parent_id_seat = "seat-pci-pci-0000_00_0a_0"}),
-              ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
+  EXPECT_THAT(
+      Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0/usb3", "usb",
+            {{"DEVTYPE", "usb_device"}}, {}, {.parent_id_seat = "seat-pci-pci-0000_00_0a_0"}),
+      ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
   EXPECT_EQ(PropertyValue(props_, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0", "pci", {}, {},
                     {.parent_id_seat = "seat-pci-pci-0000_00_0a_0"}),
               ElementsAre("seat-pci-pci-0000_00_0a_0"));
   // A seat name that is not a tag name (another rule's) is imported but tags nothing.
-  EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0", "pci", {}, {}, {.parent_id_seat = "seat 1"}),
+  EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0", "pci", {}, {},
+                    {.parent_id_seat = "seat 1"}),
               IsEmpty());
   EXPECT_EQ(PropertyValue(props_, "ID_SEAT"), "seat 1");
 }
@@ -202,10 +224,12 @@ TEST_F(SeatTest, QemuSeatBridgeMakesASeatItsChildrenImport) {
 TEST_F(SeatTest, PlugableHubIsAnAutoseat) {
   AddPci("/devices/pci0000:00/0000:00:05.0");
   const std::string hub = "/devices/pci0000:00/0000:00:05.0/usb1/1-3";
-  Add("/devices/pci0000:00/0000:00:05.0/usb1", "usb", {{"DEVTYPE", "usb_device"}}, {}, FakeSysfs::Kind::kBus);
-  Add(hub, "usb", {{"DEVTYPE", "usb_device"}}, {{"bDeviceClass", "09"}, {"idVendor", "2230"}, {"idProduct", "0001"}},
+  Add("/devices/pci0000:00/0000:00:05.0/usb1", "usb", {{"DEVTYPE", "usb_device"}}, {},
       FakeSysfs::Kind::kBus);
-  EXPECT_THAT(Apply(hub, "usb", {{"DEVTYPE", "usb_device"}}), ElementsAre("seat", "seat-usb-pci-0000_00_05_0-usb-0_3"));
+  Add(hub, "usb", {{"DEVTYPE", "usb_device"}},
+      {{"bDeviceClass", "09"}, {"idVendor", "2230"}, {"idProduct", "0001"}}, FakeSysfs::Kind::kBus);
+  EXPECT_THAT(Apply(hub, "usb", {{"DEVTYPE", "usb_device"}}),
+              ElementsAre("seat", "seat-usb-pci-0000_00_05_0-usb-0_3"));
   EXPECT_EQ(PropertyValue(props_, "ID_AUTOSEAT"), "1");
 }
 
@@ -217,18 +241,24 @@ TEST_F(SeatTest, LedsBacklightMiscAndPropertyMatches) {
   Add("/devices/virtual/misc/kvm", "misc", {{"MAJOR", "10"}, {"MINOR", "232"}});
   Add("/devices/virtual/misc/rfkill", "misc", {{"MAJOR", "10"}, {"MINOR", "242"}});
   Add("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}, {"MINOR", "0"}});
-  EXPECT_THAT(Apply("/devices/platform/i8042/serio0/input/input1/input1::capslock", "leds"), ElementsAre("seat"));
-  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "platform-i8042-serio-0"), Pair("ID_PATH_TAG", "platform-i8042-serio-0"),
+  EXPECT_THAT(Apply("/devices/platform/i8042/serio0/input/input1/input1::capslock", "leds"),
+              ElementsAre("seat"));
+  EXPECT_THAT(props_, ElementsAre(Pair("ID_PATH", "platform-i8042-serio-0"),
+                                  Pair("ID_PATH_TAG", "platform-i8042-serio-0"),
                                   Pair("ID_FOR_SEAT", "leds-platform-i8042-serio-0")));
   // Virtual devices have no path: tagged, but no ID_FOR_SEAT.
-  EXPECT_THAT(Apply("/devices/virtual/misc/kvm", "misc", {{"MAJOR", "10"}}), ElementsAre("uaccess", "seat"));
+  EXPECT_THAT(Apply("/devices/virtual/misc/kvm", "misc", {{"MAJOR", "10"}}),
+              ElementsAre("uaccess", "seat"));
   EXPECT_THAT(props_, IsEmpty());
-  EXPECT_THAT(Apply("/devices/virtual/misc/rfkill", "misc", {{"MAJOR", "10"}}), ElementsAre("uaccess", "seat"));
+  EXPECT_THAT(Apply("/devices/virtual/misc/rfkill", "misc", {{"MAJOR", "10"}}),
+              ElementsAre("uaccess", "seat"));
   EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}}), IsEmpty());
   // Properties other packages' rules or the hwdb set are honoured when present.
-  EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}}, {{"ID_SECURITY_TOKEN", "1"}}),
+  EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}},
+                    {{"ID_SECURITY_TOKEN", "1"}}),
               ElementsAre("uaccess", "seat"));
-  EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {}, {{"ID_SECURITY_TOKEN", "1"}}), IsEmpty());
+  EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {}, {{"ID_SECURITY_TOKEN", "1"}}),
+              IsEmpty());
 }
 
 TEST_F(SeatTest, RemoveGetsNothing) {
@@ -244,7 +274,8 @@ TEST_F(SeatTest, RemoveGetsNothing) {
 }
 
 TEST(KernelCmdlineValueTest, BareKeyValueAndLastWins) {
-  EXPECT_EQ(KernelCmdlineValue("BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro quiet\n", "nomodeset"), std::nullopt);
+  EXPECT_EQ(KernelCmdlineValue("BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro quiet\n", "nomodeset"),
+            std::nullopt);
   EXPECT_EQ(KernelCmdlineValue("root=/dev/vda1 nomodeset quiet\n", "nomodeset"), "1");
   EXPECT_EQ(KernelCmdlineValue("nomodeset=0", "nomodeset"), "0");
   EXPECT_EQ(KernelCmdlineValue("nomodeset nomodeset=2", "nomodeset"), "2");

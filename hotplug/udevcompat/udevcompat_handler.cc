@@ -205,13 +205,15 @@ struct UdevCompatHandler::Shared {
 namespace {
 
 // The database entry of the device at `devpath` as its last event left it, or nullopt.
-std::optional<DatabaseEntry> EntryOf(const SysfsView& view, const DatabaseDir& db, absl::string_view devpath) {
+std::optional<DatabaseEntry> EntryOf(const SysfsView& view, const DatabaseDir& db,
+                                     absl::string_view devpath) {
   Event e;
   e.subsystem = SubsystemOf(view, devpath);
   e.devpath = std::string(devpath);
   e.major = UeventValue(view, devpath, "MAJOR").value_or("");
   e.minor = UeventValue(view, devpath, "MINOR").value_or("");
-  if (std::optional<std::string> ifindex = UeventValue(view, devpath, "IFINDEX"); ifindex.has_value()) {
+  if (std::optional<std::string> ifindex = UeventValue(view, devpath, "IFINDEX");
+      ifindex.has_value()) {
     e.env.emplace_back("IFINDEX", *ifindex);
   }
   absl::StatusOr<std::string> id = DeviceId(e);
@@ -228,7 +230,8 @@ std::string JoinTags(const std::vector<std::string>& tags) {
 
 // Everything but the send, on a pool thread.
 UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
-                                   const rules::DevRoot& dev_root, const std::optional<std::string>& nomodeset,
+                                   const rules::DevRoot& dev_root,
+                                   const std::optional<std::string>& nomodeset,
                                    const Event& event) {
   UdevCompatHandler::Outcome out;
   absl::StatusOr<std::string> id = DeviceId(event);
@@ -255,7 +258,8 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
     const std::optional<DatabaseEntry> parent_entry =
         parent.has_value() ? EntryOf(view, db, *parent) : std::nullopt;
     Properties parent_disk;
-    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" && parent_entry.has_value()) {
+    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" &&
+        parent_entry.has_value()) {
       parent_disk = parent_entry->properties;
     }
     std::string probe_error;
@@ -269,7 +273,8 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
     // the current ones are this event's.
     entry.tags = old.tags;
     for (const std::string& tag : entry.current_tags) {
-      if (std::find(entry.tags.begin(), entry.tags.end(), tag) == entry.tags.end()) entry.tags.push_back(tag);
+      if (std::find(entry.tags.begin(), entry.tags.end(), tag) == entry.tags.end())
+        entry.tags.push_back(tag);
     }
     std::sort(entry.tags.begin(), entry.tags.end());
     std::sort(entry.current_tags.begin(), entry.current_tags.end());
@@ -330,8 +335,8 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
       out.errors.push_back(std::string(s.message()));
     }
   }
-  if (remove || (entry.properties.empty() && entry.links.empty() && entry.tags.empty() && !has_devnum &&
-                 !has_ifindex)) {
+  if (remove || (entry.properties.empty() && entry.links.empty() && entry.tags.empty() &&
+                 !has_devnum && !has_ifindex)) {
     if (absl::Status s = db.Remove(*id); !s.ok()) {
       ++out.failures;
       out.errors.push_back(std::string(s.message()));
@@ -372,7 +377,8 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   // in-kernel filter of udev_monitor_filter_add_match_tag users. A remove carries the tags the
   // device had.
   if (!entry.tags.empty()) message.properties.emplace_back("TAGS", JoinTags(entry.tags));
-  if (!entry.current_tags.empty()) message.properties.emplace_back("CURRENT_TAGS", JoinTags(entry.current_tags));
+  if (!entry.current_tags.empty())
+    message.properties.emplace_back("CURRENT_TAGS", JoinTags(entry.current_tags));
   if (!options.monitor) return out;
   absl::StatusOr<std::string> datagram = EncodeMonitorMessage(message);
   if (!datagram.ok()) {
@@ -398,9 +404,11 @@ absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Opt
     UniqueFd f(::open(options.kernel_cmdline.c_str(), O_RDONLY | O_CLOEXEC));
     char buf[4096];
     const ssize_t n = f.valid() ? ::read(f.get(), buf, sizeof(buf)) : -1;
-    if (n > 0) nomodeset = KernelCmdlineValue(absl::string_view(buf, static_cast<size_t>(n)), "nomodeset");
+    if (n > 0)
+      nomodeset = KernelCmdlineValue(absl::string_view(buf, static_cast<size_t>(n)), "nomodeset");
   }
-  auto shared = std::make_shared<Shared>(Shared{options, std::move(db), std::move(dev_root), std::move(nomodeset)});
+  auto shared = std::make_shared<Shared>(
+      Shared{options, std::move(db), std::move(dev_root), std::move(nomodeset)});
   return std::unique_ptr<UdevCompatHandler>(
       new UdevCompatHandler(std::move(options), std::move(shared), std::move(sender)));
 }

@@ -2,8 +2,9 @@
 // exec), on with --udev-compat. For each event it computes udev's properties (input_id, path_id,
 // usb_id, blkid) and the seat rules' tags (seat.h), makes or removes the by-* links beneath the
 // dev root, writes or removes the device's /run/udev/data entry and its /run/udev/tags files,
-// and then announces the event on netlink group 2 in libudev's format. Sysfs reads, device probes and file writes run on a small blocking pool; the reactor
-// only sends the datagram. Owns the database directory, the dev root, the sender socket, the pool.
+// and then announces the event on netlink group 2 in libudev's format. Sysfs reads, device probes
+// and file writes run on a small blocking pool; the reactor only sends the datagram. Owns the
+// database directory, the dev root, the sender socket, the pool.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
 #define HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
 

@@ -185,7 +185,8 @@ class UdevCompatHandlerTest : public ::testing::Test {
 // The tag bloom filter of a libudev header (bytes 32..39, big-endian halves).
 uint64_t HeaderBloom(const std::string& datagram) {
   uint64_t bloom = 0;
-  for (size_t i = 32; i < 40 && i < datagram.size(); ++i) bloom = (bloom << 8) | static_cast<unsigned char>(datagram[i]);
+  for (size_t i = 32; i < 40 && i < datagram.size(); ++i)
+    bloom = (bloom << 8) | static_cast<unsigned char>(datagram[i]);
   return bloom;
 }
 
@@ -362,15 +363,21 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   ASSERT_TRUE(sys_->AddDevice({.devpath = gpu, .subsystem = "pci", .kind = FakeSysfs::Kind::kBus,
                                .uevent = {{"DRIVER", "bochs-drm"}},
                                .attributes = {{"class", "0x030000"}}}).ok());
-  ASSERT_TRUE(sys_->AddDevice({.devpath = gpu + "/drm/card0", .subsystem = "drm",
-                               .uevent = {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}}).ok());
+  ASSERT_TRUE(
+      sys_->AddDevice({.devpath = gpu + "/drm/card0",
+                       .subsystem = "drm",
+                       .uevent = {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}})
+          .ok());
   MakeHandler();
   Handle(MakeEvent("add", "pci", gpu, 30, {{"DRIVER", "bochs-drm"}}));
-  Handle(MakeEvent("add", "drm", gpu + "/drm/card0", 31, {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
+  Handle(MakeEvent("add", "drm", gpu + "/drm/card0", 31,
+                   {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
   EXPECT_THAT(ParseDatabaseEntry(Db("+pci:0000:00:02.0")).tags, IsEmpty());
   const std::string card = Db("c226:0");
   EXPECT_THAT(card, HasSubstr("E:ID_FOR_SEAT=drm-pci-0000_00_02_0\n"));
-  EXPECT_THAT(card, HasSubstr("G:master-of-seat\nG:seat\nG:uaccess\nQ:master-of-seat\nQ:seat\nQ:uaccess\nV:1\n"));
+  EXPECT_THAT(
+      card,
+      HasSubstr("G:master-of-seat\nG:seat\nG:uaccess\nQ:master-of-seat\nQ:seat\nQ:uaccess\nV:1\n"));
   for (const char* tag : {"seat", "uaccess", "master-of-seat"}) {
     EXPECT_TRUE(Exists(absl::StrCat(base_, "/run/tags/", tag, "/c226:0"))) << tag;
   }
@@ -416,7 +423,8 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   EXPECT_EQ(messages[0].count("CURRENT_TAGS"), 0u);
 
   // Remove: the index files go with the entry; the announcement still carries the tags.
-  Handle(MakeEvent("remove", "drm", gpu + "/drm/card0", 35, {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
+  Handle(MakeEvent("remove", "drm", gpu + "/drm/card0", 35,
+                   {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
   EXPECT_FALSE(Exists(base_ + "/run/data/c226:0"));
   for (const char* tag : {"seat", "uaccess", "master-of-seat"}) {
     EXPECT_FALSE(Exists(absl::StrCat(base_, "/run/tags/", tag, "/c226:0"))) << tag;

@@ -266,7 +266,8 @@ int Main(int argc, char** argv) {
   if (needs_program && (program.empty() || program[0] != '/')) {
     std::fprintf(stderr,
                  "usage: spawn_cost [--children N] [--rounds R] [--parallel K] "
-                 "[--methods posix,posix-par,posix-procs,start,run,run-par,faults,faults-par] /ABSOLUTE/PROGRAM\n");
+                 "[--methods posix,posix-par,posix-procs,start,run,run-par,faults,faults-par] "
+                 "/ABSOLUTE/PROGRAM\n");
     return 2;
   }
   absl::StatusOr<std::unique_ptr<Spawner>> spawner = Spawner::Create();

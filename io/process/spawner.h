@@ -139,8 +139,9 @@ class LineSplitter {
 
 // Starts children and supervises their runs on a reactor. Owns the small stack the
 // vfork-style clone runs the child on, an open /dev/null (read-write: it may be a child's
-// stdin, stdout or stderr), an open /proc/self/status, and a scratch buffer for draining pipes. Single-threaded: use it on its reactor's thread, and keep it alive until every Run
-// task it returned is finished or destroyed.
+// stdin, stdout or stderr), an open /proc/self/status, and a scratch buffer for draining pipes.
+// Single-threaded: use it on its reactor's thread, and keep it alive until every Run task it
+// returned is finished or destroyed.
 class Spawner {
  public:
   // How the child is created (measured costs are in the project's benchmark notes).

@@ -50,7 +50,8 @@ constexpr size_t kMaxQueries = 16;
 std::string ScratchBase() {
   if (const char* test_tmpdir = ::getenv("TEST_TMPDIR"); test_tmpdir != nullptr) return test_tmpdir;
   struct statfs fs;
-  if (::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK) == 0) {
+  if (::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+      ::access("/dev/shm", W_OK) == 0) {
     return "/dev/shm";
   }
   return "/tmp";
