@@ -24,10 +24,17 @@ absl::StatusOr<SignalFd> SignalFd::Create(std::initializer_list<int> signals) {
 
 Task<absl::StatusOr<int>> SignalFd::Next(Reactor& reactor) {
   BufferResult result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
-  // EINTR is no error of ours: once a signal outside the set has woken the signalfd's poll,
-  // io_uring completes the read in a worker thread blocked in the signalfd, and a stop of the
-  // process (SIGSTOP/SIGCONT, a debugger attaching, a freezer) interrupts it. Read again.
-  while (!result.bytes.ok() && StatusErrno(result.bytes.status()) == EINTR) {
+  // EINTR and ECANCELED are no errors of ours: once a signal outside the set has woken the
+  // signalfd's poll, io_uring completes the read in a worker thread blocked in the signalfd,
+  // and a stop of the process (SIGSTOP/SIGCONT, a debugger attaching, a freezer) interrupts it
+  // (EINTR); Linux 6.1 instead cancels the worker's read when such a signal arrives
+  // (ECANCELED; nothing here cancels this read: a dropped task never sees its result). Read
+  // again, a bounded number of times in a row, so a kernel that fails every read at once
+  // cannot make this spin.
+  constexpr int kMaxRetries = 1000;
+  for (int retries = 0; retries < kMaxRetries && !result.bytes.ok(); ++retries) {
+    const int err = StatusErrno(result.bytes.status());
+    if (err != EINTR && err != ECANCELED) break;
     result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
   }
   if (!result.bytes.ok()) co_return result.bytes.status();
