@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "hotplug/udevcompat/builtins.h"
 #include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udevcompat/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -26,26 +27,8 @@ struct Caps {
   std::string ev, key = "0", rel = "0", abs = "0", sw = "0", props = "0", bustype = "0011";
 };
 
-class BuiltinsTest : public ::testing::Test {
+class BuiltinsTest : public SysfsFixture {
  protected:
-  void SetUp() override {
-    absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
-    ASSERT_TRUE(sys.ok()) << sys.status();
-    sys_.emplace(std::move(*sys));
-  }
-
-  void Add(const std::string& devpath, const std::string& subsystem,
-           std::vector<std::pair<std::string, std::string>> uevent = {},
-           std::vector<std::pair<std::string, std::string>> attributes = {},
-           FakeSysfs::Kind kind = FakeSysfs::Kind::kBus) {
-    ASSERT_TRUE(sys_->AddDevice({.devpath = devpath,
-                                 .subsystem = subsystem,
-                                 .kind = kind,
-                                 .uevent = std::move(uevent),
-                                 .attributes = std::move(attributes)})
-                    .ok());
-  }
-
   // An input device (inputN) with its capabilities and an eventN child.
   std::string AddInput(const std::string& parent, int n, const Caps& caps) {
     const std::string input = absl::StrCat(parent, "/input/input", n);
@@ -105,7 +88,6 @@ class BuiltinsTest : public ::testing::Test {
 
   [[nodiscard]] DirSysfsView View() const { return DirSysfsView(sys_->root()); }
 
-  std::optional<FakeSysfs> sys_;
 };
 
 // capabilities/key of qemu's USB keyboard and of the i8042 AT keyboard (64-bit words).

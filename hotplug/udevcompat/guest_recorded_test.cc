@@ -19,6 +19,7 @@
 #include "hotplug/udevcompat/seat.h"
 #include "hotplug/udevcompat/sysfs_view.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
+#include "hotplug/udevcompat/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -43,24 +44,8 @@ struct GuestInput {
   Attrs attrs;         // name, id/*, capabilities/*, properties
 };
 
-class GuestRecordedTest : public ::testing::Test {
+class GuestRecordedTest : public SysfsFixture {
  protected:
-  void SetUp() override {
-    absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
-    ASSERT_TRUE(sys.ok()) << sys.status();
-    sys_.emplace(std::move(*sys));
-  }
-
-  void Add(const std::string& devpath, const std::string& subsystem, Attrs uevent = {},
-           Attrs attributes = {}, FakeSysfs::Kind kind = FakeSysfs::Kind::kBus) {
-    ASSERT_TRUE(sys_->AddDevice({.devpath = devpath,
-                                 .subsystem = subsystem,
-                                 .kind = kind,
-                                 .uevent = std::move(uevent),
-                                 .attributes = std::move(attributes)})
-                    .ok());
-  }
-
   void Driver(const std::string& devpath, const std::string& bus, const std::string& name) {
     ASSERT_TRUE(sys_->AddDriver(bus, name).ok());
     int depth = 0;
@@ -148,7 +133,6 @@ class GuestRecordedTest : public ::testing::Test {
     return {std::move(props), std::move(links)};
   }
 
-  std::optional<FakeSysfs> sys_;
   std::vector<std::string> tags_;  // the last Compute's tags (udevd's guest: "seat" only)
 };
 

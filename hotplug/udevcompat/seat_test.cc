@@ -11,6 +11,7 @@
 #include "hotplug/event.h"
 #include "hotplug/udevcompat/builtins.h"
 #include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udevcompat/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -25,23 +26,10 @@ using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr char kGpu[] = "/devices/pci0000:00/0000:00:02.0";
 
-class SeatTest : public ::testing::Test {
+class SeatTest : public SysfsFixture {
  protected:
-  void SetUp() override {
-    absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
-    ASSERT_TRUE(sys.ok()) << sys.status();
-    sys_.emplace(std::move(*sys));
-  }
+  SeatTest() : SysfsFixture(FakeSysfs::Kind::kClass) {}
 
-  void Add(const std::string& devpath, const std::string& subsystem, Attrs uevent = {},
-           Attrs attributes = {}, FakeSysfs::Kind kind = FakeSysfs::Kind::kClass) {
-    ASSERT_TRUE(sys_->AddDevice({.devpath = devpath,
-                                 .subsystem = subsystem,
-                                 .kind = kind,
-                                 .uevent = std::move(uevent),
-                                 .attributes = std::move(attributes)})
-                    .ok());
-  }
   void AddPci(const std::string& devpath, Attrs attributes = {}) {
     Add(devpath, "pci", {}, std::move(attributes), FakeSysfs::Kind::kBus);
   }
@@ -62,7 +50,6 @@ class SeatTest : public ::testing::Test {
     return ApplySeatRules(view, e, context, props_);
   }
 
-  std::optional<FakeSysfs> sys_;
   Properties props_;
 };
 
