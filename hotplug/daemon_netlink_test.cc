@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "hotplug/event_parser.h"
 #include "io/netlink.h"
+#include "testing/daemon_assertions.h"
 #include "testing/daemon_fixture.h"
 #include "testing/fake_sysfs.h"
 #include "testing/handler_recorder.h"
@@ -28,6 +29,7 @@ namespace {
 
 using ::hotring::testing::BackgroundCommand;
 using ::hotring::testing::CommandResult;
+using ::hotring::testing::Counters;
 using ::hotring::testing::DaemonProcess;
 using ::hotring::testing::FakeSysfs;
 using ::hotring::testing::HandlerRecorder;
@@ -53,11 +55,6 @@ class DaemonNetlinkTest : public ::testing::Test {
     return std::move(*daemon);
   }
 
-  static std::map<std::string, uint64_t> Status(const DaemonProcess& daemon) {
-    absl::StatusOr<std::map<std::string, uint64_t>> status = daemon.Status();
-    EXPECT_TRUE(status.ok()) << status.status();
-    return status.ok() ? *status : std::map<std::string, uint64_t>{};
-  }
 
   static Event TestUevent(uint64_t i, const std::string& device) {
     return *MakeUevent("add", absl::StrCat(kPrefix, "/", device), "hotring_test", kBase + i);
@@ -76,7 +73,7 @@ TEST_F(DaemonNetlinkTest, ForgedUeventsNeverRunAHandler) {
   // enough (different sockets), so wait for the counter.
   uint64_t dropped = 0;
   for (int i = 0; i < 500 && dropped < 50; ++i) {
-    dropped = Status(daemon)["dropped_not_kernel"];
+    dropped = Counters(daemon)["dropped_not_kernel"];
     if (dropped < 50) ::usleep(10000);
   }
   EXPECT_EQ(dropped, 50u);
@@ -130,7 +127,7 @@ TEST_F(DaemonNetlinkTest, SameSeqnumFromNetlinkAndSendIsHandledOnce) {
   EXPECT_EQ(sent->exit_code, 0) << sent->err;
   ASSERT_TRUE(daemon.Settle().ok());
   EXPECT_EQ(recorder.RunsUnder(kPrefix).size(), 1u);
-  EXPECT_EQ(Status(daemon)["dropped_duplicate"], 1u);
+  EXPECT_EQ(Counters(daemon)["dropped_duplicate"], 1u);
 }
 
 TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledExactlyOnceElseResynchronised) {
@@ -147,7 +144,7 @@ TEST_F(DaemonNetlinkTest, BurstOfHundredThousandIsHandledExactlyOnceElseResynchr
   uint64_t last = 0;
   for (int i = 0; i < 600; ++i) {
     ASSERT_TRUE(daemon.Settle(absl::Seconds(60)).ok());
-    status = Status(daemon);
+    status = Counters(daemon);
     if (status["netlink_received"] >= kBurst || (i > 0 && status["netlink_received"] == last)) {
       break;
     }
@@ -188,7 +185,7 @@ TEST_F(DaemonNetlinkTest, SettleCoversUeventsStillUnreadOnTheSocket) {
   absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
   ASSERT_TRUE(injector.ok());
   constexpr uint64_t kCount = 30000;
-  const uint64_t before = Status(daemon)["netlink_received"];
+  const uint64_t before = Counters(daemon)["netlink_received"];
   // Stopped, the daemon reads nothing: the settle request is queued behind all the uevents.
   ASSERT_EQ(::kill(daemon.pid(), SIGSTOP), 0);
   for (uint64_t i = 0; i < kCount; ++i) {
@@ -207,7 +204,7 @@ TEST_F(DaemonNetlinkTest, SettleCoversUeventsStillUnreadOnTheSocket) {
   const uint64_t unread = UnreadUeventBytes();
   ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
   EXPECT_EQ(unread, 0u) << "settle answered with uevents still on the netlink socket";
-  const std::map<std::string, uint64_t> status = Status(daemon);
+  const std::map<std::string, uint64_t> status = Counters(daemon);
   // Host uevents may add to the count, never take from it.
   EXPECT_GE(status.at("netlink_received") - before, kCount);
   EXPECT_EQ(status.at("received"), status.at("handled"));
@@ -247,7 +244,7 @@ TEST_F(DaemonNetlinkTest, OverrunResynchronisesFromSysfs) {
   for (int i = 0; i < 500; ++i) {
     ::usleep(20000);
     ASSERT_TRUE(daemon.Settle().ok());
-    status = Status(daemon);
+    status = Counters(daemon);
     runs = recorder.RunsUnder("/devices/");
     if (status["resyncs"] >= 1 && runs.size() >= devices.size()) break;
   }

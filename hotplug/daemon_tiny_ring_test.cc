@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/event.h"
+#include "testing/daemon_assertions.h"
 #include "testing/daemon_fixture.h"
 #include "testing/handler_recorder.h"
 #include "testing/uevent_injector.h"
@@ -27,6 +28,7 @@
 namespace hotring::hotplug {
 namespace {
 
+using ::hotring::testing::Counters;
 using ::hotring::testing::DaemonProcess;
 using ::hotring::testing::HandlerRecorder;
 using ::hotring::testing::HandlerRun;
@@ -43,11 +45,6 @@ class DaemonTinyRingTest : public ::testing::Test {
     ASSERT_TRUE(entered.ok()) << entered;
   }
 
-  static std::map<std::string, uint64_t> Status(const DaemonProcess& daemon) {
-    absl::StatusOr<std::map<std::string, uint64_t>> status = daemon.Status();
-    EXPECT_TRUE(status.ok()) << status.status();
-    return status.ok() ? *status : std::map<std::string, uint64_t>{};
-  }
 
   // Starts a tiny-ring daemon, stops it, injects `count` uevents (event i on device
   // i % devices), resumes it and settles.
@@ -79,7 +76,7 @@ class DaemonTinyRingTest : public ::testing::Test {
   // reach every network namespace, may add to both counts), nothing dropped, no netlink
   // overrun, the CQ overflowed and no completion lost.
   static void ExpectLossless(const DaemonProcess& daemon, uint64_t count) {
-    const std::map<std::string, uint64_t> status = Status(daemon);
+    const std::map<std::string, uint64_t> status = Counters(daemon);
     EXPECT_GE(status.at("received"), count);
     EXPECT_EQ(status.at("handled"), status.at("received")) << daemon.Log();
     EXPECT_EQ(status.at("failed"), 0u);
@@ -138,7 +135,7 @@ TEST_F(DaemonTinyRingTest, MaxPendingPausesNetlinkReadingInsteadOfDropping) {
   DaemonProcess daemon = BurstIntoStoppedDaemon(
       {"--exec", recorder.handler(), "--max-pending", "8"}, kCount, kDevices);
   ExpectLossless(daemon, kCount);
-  EXPECT_GT(Status(daemon).at("netlink_paused"), 0u) << "the bound was never reached: no test";
+  EXPECT_GT(Counters(daemon).at("netlink_paused"), 0u) << "the bound was never reached: no test";
   std::set<std::string> seen;
   for (const HandlerRun& run : recorder.Runs()) {
     if (run.devpath.rfind(kPrefix, 0) == 0) {
