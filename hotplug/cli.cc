@@ -55,6 +55,8 @@ constexpr absl::string_view kDaemonUsage =
     "  --seqnum-file PATH         default /sys/kernel/uevent_seqnum ('' to ignore)\n"
     "  --no-netlink               do not listen to kernel uevents\n"
     "  --netlink-rcvbuf BYTES     netlink receive buffer (default 128 MiB)\n"
+    "  --netlink-fd N             take over the inherited kernel uevent socket N (bound to\n"
+    "                             group 1) instead of opening one; what it queued is kept\n"
     "  --netlink-trust-userspace  accept uevents from any sender (tests only)\n"
     "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
     "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
@@ -157,6 +159,9 @@ int DaemonCommand(const std::vector<std::string>& args) {
       } else if (f == "--netlink-rcvbuf") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(4096, INT32_MAX / 2));
         options.netlink_rcvbuf = static_cast<int>(n);
+      } else if (f == "--netlink-fd") {
+        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT32_MAX));
+        options.netlink_fd = static_cast<int>(n);
       } else if (f == "--netlink-trust-userspace") {
         HOTRING_RETURN_IF_ERROR(flags.NoValue());
         options.netlink_trust_userspace = true;

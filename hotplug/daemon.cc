@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -166,21 +167,30 @@ absl::Status Daemon::Init() {
   if (options_.netlink) {
     io::UeventListenerOptions listen;
     listen.receive_buffer = options_.netlink_rcvbuf;
-    absl::StatusOr<io::UeventListener> listener = io::OpenUeventListener(listen);
+    const bool inherited = options_.netlink_fd >= 0;
+    absl::StatusOr<io::UeventListener> listener =
+        inherited
+            ? io::AdoptUeventListener(UniqueFd(std::exchange(options_.netlink_fd, -1)))
+            : io::OpenUeventListener(listen);
     if (!listener.ok()) {
       return absl::Status(listener.status().code(),
                           absl::StrCat("kernel uevent socket: ", listener.status().message(),
                                        " (use --no-netlink to run without kernel events)"));
     }
-    LogInfo("netlink: listening on group 1, receive buffer %d bytes%s",
-            listener->receive_buffer, listener->receive_buffer_forced ? " (forced)" : "");
+    LogInfo("netlink: listening on group 1, receive buffer %d bytes%s%s", listener->receive_buffer,
+            listener->receive_buffer_forced ? " (forced)" : "", inherited ? " (inherited)" : "");
     netlink_fd_ = std::move(listener->fd);
+    netlink_inherited_ = inherited;
     HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
                              io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 32, 4096));
     if (options_.netlink_trust_userspace) {
       LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
                  "socket; for tests in a private network namespace only");
     }
+  }
+  if (options_.netlink_fd >= 0) {
+    // Inherited but not used (--no-netlink): not kept open for nothing.
+    UniqueFd unused(std::exchange(options_.netlink_fd, -1));
   }
   if (options_.rebroadcast_group != 0) {
     if (options_.rebroadcast_group < 2 || options_.rebroadcast_group > io::kUeventMaxGroup) {
@@ -213,7 +223,9 @@ Task<absl::Status> Daemon::Main() {
   LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
             options_.socket, handler_->Name(), scheduler_.children_max(),
             absl::FormatDuration(options_.reorder_timeout),
-            netlink_fd_.valid() ? ", kernel uevents on" : "");
+            !netlink_fd_.valid() ? ""
+            : netlink_inherited_ ? ", kernel uevents on (inherited socket)"
+                                 : ", kernel uevents on");
   if (options_.on_ready) options_.on_ready();
   while (!stopping_) co_await stop_.Wait();
   // No more input; finish everything already accepted, held events included.

@@ -61,6 +61,10 @@ struct DaemonOptions {
   // Kernel uevents.
   bool netlink = true;
   int netlink_rcvbuf = 128 << 20;
+  // An inherited listener (--netlink-fd) to take over instead of opening one: a boot's init
+  // opens it before starting the daemon and writes coldplug's uevent files meanwhile, so the
+  // first driver loads need not wait for the daemon's start-up. Used only with `netlink`.
+  int netlink_fd = -1;
   bool netlink_trust_userspace = false;  // tests in a private network namespace only
   std::string sysfs_root = "/sys";       // the ENOBUFS resync walks this tree
   uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off
@@ -218,6 +222,7 @@ class Daemon : private StepRecorder {
   UniqueFd control_fd_;
   std::string control_path_;  // unlinked at exit (empty for abstract names)
   UniqueFd netlink_fd_;
+  bool netlink_inherited_ = false;  // --netlink-fd: taken over, not opened
   UniqueFd rebroadcast_fd_;
   std::shared_ptr<io::BufferRing> control_ring_;
   std::shared_ptr<io::BufferRing> netlink_ring_;

@@ -32,6 +32,10 @@ absl::StatusOr<DaemonChild> DaemonChild::Start(const Options& options) {
   std::vector<std::string> args = options.argv;
   args.push_back("--ready-fd");
   args.push_back(absl::StrCat(kReadyFd));
+  if (options.netlink_fd >= 0) {
+    args.push_back("--netlink-fd");
+    args.push_back(absl::StrCat(kNetlinkFd));
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -39,17 +43,18 @@ absl::StatusOr<DaemonChild> DaemonChild::Start(const Options& options) {
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus("fork");
   if (pid == 0) {
-    // Every source first moved above the targets (fds 0-3), so that no dup2 below overwrites
+    // Every source first moved above the targets (fds 0-4), so that no dup2 below overwrites
     // a source still to be copied (at boot, with no console, the pipe may be fds 0 and 1).
     // The copies are close-on-exec; dup2 clears it on the targets only.
     const int sources[] = {options.stdin_fd, options.stdout_fd, options.stderr_fd,
-                           ready_write.get()};
-    int moved[4];
-    for (int i = 0; i < 4; ++i) {
+                           ready_write.get(), options.netlink_fd};
+    constexpr int kTargets = 5;
+    int moved[kTargets];
+    for (int i = 0; i < kTargets; ++i) {
       moved[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10);
       if (sources[i] >= 0 && moved[i] < 0) ::_exit(127);
     }
-    for (int target = 0; target < 4; ++target) {
+    for (int target = 0; target < kTargets; ++target) {
       if (moved[target] >= 0 && ::dup2(moved[target], target) < 0) ::_exit(127);
     }
     ::execv(options.program.c_str(), argv.data());

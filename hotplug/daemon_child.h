@@ -32,9 +32,14 @@ class DaemonChild {
     int stdin_fd = -1;
     int stdout_fd = -1;
     int stderr_fd = -1;
+    // A kernel uevent listener for the daemon to take over (`--netlink-fd 4` is appended):
+    // what the kernel queues in it before the daemon serves is not lost. -1: the daemon opens
+    // its own. Borrowed like the others.
+    int netlink_fd = -1;
   };
 
   static constexpr int kReadyFd = 3;
+  static constexpr int kNetlinkFd = 4;
 
   // Forks and execs; does not wait (WaitReady does).
   static absl::StatusOr<DaemonChild> Start(const Options& options);

@@ -113,6 +113,69 @@ TEST_F(DaemonNetlinkTest, TrustedUserspaceEventsAreHandledInOrderPerDevice) {
   }
 }
 
+// The boot's init opens the kernel socket, writes coldplug's uevent files, and only then
+// has a daemon reading it (`--netlink-fd`): what the socket queued before the daemon existed
+// is handled, in order per device, once each.
+TEST_F(DaemonNetlinkTest, UeventsQueuedInAnInheritedSocketBeforeStartUpAreHandled) {
+  absl::StatusOr<io::UeventListener> early = io::OpenUeventListener({});
+  ASSERT_TRUE(early.ok()) << early.status();
+  absl::StatusOr<UeventInjector> injector = UeventInjector::Create(1);
+  ASSERT_TRUE(injector.ok());
+  for (uint64_t i = 0; i < 20; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("early", i % 3))).ok());
+  }
+  HandlerRecorder recorder;
+  absl::StatusOr<DaemonProcess> daemon =
+      DaemonProcess::Start({.args = {"--exec", recorder.handler(), "--netlink-trust-userspace",
+                                     "--expect-seqnum", absl::StrCat(kBase)},
+                            .netlink = true,
+                            .netlink_fd = early->fd.get()});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  early->fd.Reset();  // the daemon's copy is the only reader now
+  EXPECT_NE(daemon->Log().find("kernel uevents on (inherited socket)"), std::string::npos)
+      << daemon->Log();
+  for (uint64_t i = 20; i < 30; ++i) {
+    ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("early", i % 3))).ok());
+  }
+  std::vector<HandlerRun> runs;
+  for (int i = 0; i < 1000 && runs.size() < 30; ++i) {
+    ASSERT_TRUE(daemon->Settle().ok());
+    runs = recorder.RunsUnder(kPrefix);
+    if (runs.size() < 30) ::usleep(10000);
+  }
+  ASSERT_EQ(runs.size(), 30u);
+  std::map<std::string, std::vector<uint64_t>> by_device;
+  std::set<uint64_t> seen;
+  for (const HandlerRun& r : runs) {
+    uint64_t seqnum;
+    ASSERT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum));
+    EXPECT_TRUE(seen.insert(seqnum).second) << "SEQNUM " << seqnum << " ran twice";
+    by_device[r.devpath].push_back(seqnum);
+  }
+  EXPECT_EQ(seen.size(), 30u);
+  EXPECT_EQ(*seen.begin(), kBase);
+  for (const auto& [device, list] : by_device) {
+    EXPECT_TRUE(std::is_sorted(list.begin(), list.end())) << device;
+  }
+  std::map<std::string, uint64_t> counters = Counters(*daemon);
+  EXPECT_EQ(counters["netlink_received"], 30u);
+  EXPECT_EQ(counters["handled"], 30u);
+}
+
+// A descriptor that is not a bound uevent listener is refused at start-up, with the reason.
+TEST_F(DaemonNetlinkTest, AnInheritedDescriptorThatIsNotAUeventSocketIsRefused) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  absl::StatusOr<DaemonProcess> daemon =
+      DaemonProcess::Start({.netlink = true, .netlink_fd = pair[0]});
+  ::close(pair[0]);
+  ::close(pair[1]);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_NE(daemon.status().message().find("not a NETLINK_KOBJECT_UEVENT socket"),
+            std::string::npos)
+      << daemon.status();
+}
+
 TEST_F(DaemonNetlinkTest, SameSeqnumFromNetlinkAndSendIsHandledOnce) {
   HandlerRecorder recorder;
   DaemonProcess daemon = Start({"--exec", recorder.handler(), "--netlink-trust-userspace"});

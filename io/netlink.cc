@@ -1,5 +1,8 @@
 #include "io/netlink.h"
 
+#include <fcntl.h>
+
+#include <cerrno>
 #include <cstring>
 #include <string>
 
@@ -80,6 +83,48 @@ absl::StatusOr<UeventListener> OpenUeventListener(const UeventListenerOptions& o
     return ErrnoStatus("getsockname(netlink)");
   }
   listener.port_id = bound.nl_pid;
+  return listener;
+}
+
+absl::StatusOr<UeventListener> AdoptUeventListener(UniqueFd fd, uint32_t group) {
+  HOTRING_RETURN_IF_ERROR(CheckGroup(group));
+  if (!fd.valid()) return absl::InvalidArgumentError("netlink fd: not an open descriptor");
+  const int raw = fd.get();
+  auto option = [raw](int name, const char* what) -> absl::StatusOr<int> {
+    int value = 0;
+    socklen_t length = sizeof(value);
+    if (::getsockopt(raw, SOL_SOCKET, name, &value, &length) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("netlink fd ", raw, ": getsockopt(", what,
+                                                     "): ", std::strerror(errno),
+                                                     " (not a socket?)"));
+    }
+    return value;
+  };
+  HOTRING_ASSIGN_OR_RETURN(const int domain, option(SO_DOMAIN, "SO_DOMAIN"));
+  HOTRING_ASSIGN_OR_RETURN(const int protocol, option(SO_PROTOCOL, "SO_PROTOCOL"));
+  if (domain != AF_NETLINK || protocol != NETLINK_KOBJECT_UEVENT) {
+    return absl::InvalidArgumentError(absl::StrCat("netlink fd ", raw,
+                                                   ": not a NETLINK_KOBJECT_UEVENT socket (domain ",
+                                                   domain, ", protocol ", protocol, ")"));
+  }
+  sockaddr_nl bound{};
+  socklen_t bound_length = sizeof(bound);
+  if (::getsockname(raw, reinterpret_cast<sockaddr*>(&bound), &bound_length) != 0) {
+    return ErrnoStatus("getsockname(netlink)");
+  }
+  if ((bound.nl_groups & (1u << (group - 1))) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("netlink fd ", raw, ": not bound to uevent group ", group));
+  }
+  if (::fcntl(raw, F_SETFD, FD_CLOEXEC) != 0) return ErrnoStatus("fcntl(netlink fd, FD_CLOEXEC)");
+  const int one = 1;
+  if (::setsockopt(raw, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0) {
+    return ErrnoStatus("setsockopt(SO_PASSCRED)");
+  }
+  UeventListener listener;
+  HOTRING_ASSIGN_OR_RETURN(listener.receive_buffer, option(SO_RCVBUF, "SO_RCVBUF"));
+  listener.port_id = bound.nl_pid;
+  listener.fd = std::move(fd);
   return listener;
 }
 

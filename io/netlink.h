@@ -50,6 +50,15 @@ struct UeventListener {
 // SO_PASSCRED, and binds it to `options.group`. The fd is blocking; the reactor does not care.
 absl::StatusOr<UeventListener> OpenUeventListener(const UeventListenerOptions& options);
 
+// Takes over a listener someone else opened, as systemd-udevd takes its kernel socket from
+// systemd: `fd` must be a NETLINK_KOBJECT_UEVENT socket bound to `group` (checked; else
+// InvalidArgument, and the fd is closed). Sets close-on-exec and SO_PASSCRED (the origin check
+// needs the credentials) and reports the receive buffer it has. Uevents queued in it before
+// this call are kept: that is the point (a boot's init can start coldplug while the daemon
+// is still starting).
+absl::StatusOr<UeventListener> AdoptUeventListener(UniqueFd fd,
+                                                   uint32_t group = kUeventKernelGroup);
+
 // What SetReceiveBuffer obtained.
 struct ReceiveBuffer {
   int bytes = 0;        // getsockopt(SO_RCVBUF)

@@ -161,6 +161,45 @@ TEST(NetlinkTest, ListenerIsCloexecBoundAndGetsTheForcedBuffer) {
   EXPECT_EQ(passcred, 1);
 }
 
+// An inherited listener is taken over as it is (its port, its buffer, what it queued), made
+// close-on-exec with credentials on; anything else is refused with the reason.
+TEST(NetlinkTest, AdoptedListenerKeepsItsPortAndBufferAndAnythingElseIsRefused) {
+  EnterPrivateNetns();
+  absl::StatusOr<UeventListener> opened =
+      OpenUeventListener({.receive_buffer = 8 << 20, .pass_credentials = false});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const int fd = opened->fd.get();
+  ASSERT_EQ(::fcntl(fd, F_SETFD, 0), 0);  // as inherited across exec
+  const uint32_t port = opened->port_id;
+  const int buffer = opened->receive_buffer;
+  absl::StatusOr<UeventListener> adopted = AdoptUeventListener(std::move(opened->fd));
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  EXPECT_EQ(adopted->fd.get(), fd);
+  EXPECT_EQ(adopted->port_id, port);
+  EXPECT_EQ(adopted->receive_buffer, buffer);
+  EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  int passcred = 0;
+  socklen_t length = sizeof(passcred);
+  ASSERT_EQ(::getsockopt(fd, SOL_SOCKET, SO_PASSCRED, &passcred, &length), 0);
+  EXPECT_EQ(passcred, 1);
+
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  ::close(pair[1]);
+  absl::StatusOr<UeventListener> unix_socket = AdoptUeventListener(UniqueFd(pair[0]));
+  EXPECT_TRUE(absl::IsInvalidArgument(unix_socket.status())) << unix_socket.status();
+  EXPECT_NE(unix_socket.status().message().find("not a NETLINK_KOBJECT_UEVENT socket"),
+            std::string::npos);
+  // Bound to group 2, not the kernel's group 1.
+  absl::StatusOr<UeventListener> group2 = OpenUeventListener({.group = 2});
+  ASSERT_TRUE(group2.ok()) << group2.status();
+  absl::StatusOr<UeventListener> wrong_group = AdoptUeventListener(std::move(group2->fd));
+  EXPECT_NE(wrong_group.status().message().find("not bound to uevent group 1"), std::string::npos)
+      << wrong_group.status();
+  UniqueFd file(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(absl::IsInvalidArgument(AdoptUeventListener(std::move(file)).status()));
+}
+
 // Without CAP_NET_ADMIN, SO_RCVBUFFORCE fails with EPERM and SO_RCVBUF is used, capped at
 // net.core.rmem_max; the size reported is what the kernel really gave.
 TEST(NetlinkTest, ReceiveBufferFallsBackToRcvbufWithoutCapNetAdmin) {

@@ -188,7 +188,8 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
                                                         .argv = std::move(args),
                                                         .stdin_fd = in.get(),
                                                         .stdout_fd = log.get(),
-                                                        .stderr_fd = log.get()}));
+                                                        .stderr_fd = log.get(),
+                                                        .netlink_fd = options.netlink_fd}));
   DaemonProcess daemon(std::move(child), options.socket, options.log_path);
   const absl::Status ready = daemon.child_.WaitReady(absl::Seconds(20));
   if (ready.ok()) return daemon;

@@ -83,6 +83,9 @@ class DaemonProcess {
     // Runs the daemon through this command (argv, absolute path first), e.g. setpriv to start
     // it as another user. The daemon's pid is then the wrapper's, which must exec it.
     std::vector<std::string> command_prefix;
+    // A kernel uevent listener for the daemon to take over (`--netlink-fd`), as the boot's
+    // init passes it; borrowed. -1: none.
+    int netlink_fd = -1;
   };
 
   // Starts the daemon and waits until it says it serves (`daemon --ready-fd`): its sockets are
