@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/unique_fd.h"
+#include "hotplug/modules/bus_controller.h"
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
 #include "hotplug/rules/rule_set.h"
@@ -118,6 +119,7 @@ bool Exists(const std::string& path) {
 struct Unbound {
   std::string devpath;
   std::string uevent;  // the file to write
+  bool enumerating_bus = false;  // a USB or SD host controller (modules/bus_controller.h)
 };
 std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
   std::vector<Unbound> found;
@@ -133,13 +135,20 @@ std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
       if (::realpath(dir.c_str(), real) == nullptr) continue;
       absl::string_view devpath(real);
       if (!absl::ConsumePrefix(&devpath, root) || !absl::StartsWith(devpath, "/")) continue;
-      found.push_back(Unbound{std::string(devpath), dir + "/uevent"});
+      std::string modalias;
+      if (std::ifstream in(dir + "/modalias"); in) std::getline(in, modalias);
+      found.push_back(Unbound{std::string(devpath), dir + "/uevent",
+                              modules::IsEnumeratingBusController(modalias)});
     }
   }
-  // Shallow first: a controller (a PCI function at depth 2) is what a driver binds to before
-  // the devices below it can appear and want theirs; deep ACPI namespace objects rarely match
-  // a module. Ties keep the bus order.
+  // USB and SD host controllers first: their devices are found only after their driver has
+  // bound, by an enumeration that mostly waits on timers (modules/bus_controller.h); the
+  // sooner it starts, the more of it overlaps the other loads. Then shallow first: a
+  // controller (a PCI function at depth 2) is what a driver binds to before the devices below
+  // it can appear and want theirs; deep ACPI namespace objects rarely match a module. Ties
+  // keep the bus order.
   std::stable_sort(found.begin(), found.end(), [](const Unbound& a, const Unbound& b) {
+    if (a.enumerating_bus != b.enumerating_bus) return a.enumerating_bus;
     return std::count(a.devpath.begin(), a.devpath.end(), '/') <
            std::count(b.devpath.begin(), b.devpath.end(), '/');
   });
@@ -379,18 +388,24 @@ absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options,
 
 // --needed: keeps the entries worth replaying, in scan order, each with the dry-run line that
 // says why. Devices whose uevent cannot be read are counted as failed or vanished.
-std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(const TriggerOptions& options,
-                                                           const TriggerEnvironment& env,
-                                                           const NeededContext& context,
-                                                           std::vector<SysfsEntry> entries,
-                                                           TriggerReport& report) {
+std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(
+    const TriggerOptions& options, const TriggerEnvironment& env, const NeededContext& context,
+    std::vector<SysfsEntry> entries, const absl::flat_hash_set<std::string>& written_first,
+    TriggerReport& report) {
   const ModuleFacts facts{context.resolver.get(), &context.loaded};
   std::vector<std::string> devpaths;
   std::vector<NeedDecision> decisions;
   std::vector<SysfsEntry> readable;
   devpaths.reserve(entries.size());
   decisions.reserve(entries.size());
+  size_t written = 0;
   for (SysfsEntry& entry : entries) {
+    // Written by the drivers-first pass already (needed or not: a device waiting for a driver
+    // always goes first); neither read nor picked again.
+    if (written_first.contains(entry.devpath)) {
+      ++written;
+      continue;
+    }
     absl::StatusOr<Event> event =
         ReadUeventFile(options.sysfs_root, entry, "add", EventSource::kResync);
     if (!event.ok()) {
@@ -417,13 +432,13 @@ std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(const TriggerOptions&
     decisions.push_back(std::move(decision));
     readable.push_back(std::move(entry));
   }
-  report.devices_considered = readable.size();
+  report.devices_considered = readable.size() + written;
   std::vector<std::pair<SysfsEntry, std::string>> picked;
   for (const NeededDevice& device : SelectNeeded(devpaths, decisions)) {
     picked.emplace_back(std::move(readable[device.index]),
                         FormatNeeded(devpaths[device.index], device));
   }
-  report.devices_needed = picked.size();
+  report.devices_needed = picked.size() + written;
   return picked;
 }
 
@@ -431,24 +446,24 @@ std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(const TriggerOptions&
 
 absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
                                       const TriggerEnvironment& env) {
-  std::optional<NeededContext> needed;
-  if (options.needed) {
-    absl::StatusOr<NeededContext> context = LoadNeededContext(options, env);
-    if (!context.ok()) return context.status();
-    needed = std::move(*context);
-  }
   TriggerReport report;
-  // Written by the --drivers-first pass: the walk below skips them. With --needed the selection
-  // already leaves out what nobody handles, in sysfs order with parents first: no such pass.
+  // Written by the --drivers-first pass: the walk below skips them. With --needed too, and
+  // before the needed decision is even loaded: a device waiting for a driver is what a module
+  // load acts on, and its load is the long part of a coldplug, so it starts while the rest of
+  // the tree is read and decided on.
   absl::flat_hash_set<std::string> written_first;
   const SysfsFilter& filter = options.filter;
-  if (options.drivers_first && !needed.has_value() && filter.devices &&
-      filter.subsystem_match.empty() && filter.subsystem_nomatch.empty() &&
-      filter.sysname_match.empty() && filter.attr_match.empty()) {
+  if (options.drivers_first && filter.devices && filter.subsystem_match.empty() &&
+      filter.subsystem_nomatch.empty() && filter.sysname_match.empty() &&
+      filter.attr_match.empty()) {
     for (const Unbound& device : UnboundDevices(options.sysfs_root)) {
       if (!written_first.insert(device.devpath).second) continue;
       if (options.dry_run) {
-        std::fprintf(env.out, "%s -> %s\n", options.action.c_str(), device.uevent.c_str());
+        if (options.needed) {  // the needed walk's form: "DEVPATH  why"
+          std::fprintf(env.out, "%s  waits for a driver (written first)\n", device.devpath.c_str());
+        } else {
+          std::fprintf(env.out, "%s -> %s\n", options.action.c_str(), device.uevent.c_str());
+        }
         ++report.triggered;
         report.written.push_back(device.uevent);
         continue;
@@ -458,10 +473,18 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
         written_first.erase(device.devpath);
         continue;
       }
+      if (!report.first_write.has_value()) report.first_write = MonoNow();
       ++report.triggered;
       report.written.push_back(device.uevent);
       if (options.verbose) std::fprintf(env.out, "%s\n", device.uevent.c_str());
     }
+  }
+  if (env.after_drivers_first) env.after_drivers_first();
+  std::optional<NeededContext> needed;
+  if (options.needed) {
+    absl::StatusOr<NeededContext> context = LoadNeededContext(options, env);
+    if (!context.ok()) return context.status();
+    needed = std::move(*context);
   }
   absl::StatusOr<SysfsScan> scan = ScanSysfs(options.sysfs_root, options.filter);
   if (!scan.ok()) return scan.status();
@@ -475,7 +498,7 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
   // What to write, in order, with the line a dry run prints for it.
   std::vector<std::pair<SysfsEntry, std::string>> targets;
   if (needed.has_value()) {
-    targets = PickNeeded(options, env, *needed, std::move(scan->entries), report);
+    targets = PickNeeded(options, env, *needed, std::move(scan->entries), written_first, report);
   } else {
     targets.reserve(scan->entries.size());
     for (SysfsEntry& entry : scan->entries) {
@@ -500,6 +523,7 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
     }
     const int err = WriteAction(path, options.action);
     if (err == 0) {
+      if (!report.first_write.has_value()) report.first_write = MonoNow();
       ++report.triggered;
       report.written.push_back(path);
       if (options.verbose) std::fprintf(env.out, "%s\n", path.c_str());

@@ -10,7 +10,9 @@
 //
 // --needed replays `add` only for the devices the rules or the module loader will act on, and
 // their parents (trigger_needed.h); modules, buses and drivers are never replayed then.
-// --drivers-first (ignored with --needed) writes devices that wait for a driver before the rest.
+// --drivers-first writes devices that wait for a driver (a modalias, no driver) before the
+// rest, with --needed too (before the needed decision is loaded: their loads are what takes
+// long). With --needed they are written whether or not a module matches them.
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
 // do ("ACTION -> PATH"; with --needed "DEVPATH  why" instead); every failure on stderr; then one
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "hotplug/sysfs.h"
 
 namespace hotring::hotplug {
@@ -95,6 +98,9 @@ struct TriggerReport {
   // + `vanished` were picked.
   std::optional<size_t> devices_considered;
   size_t devices_needed = 0;
+  // When the first write succeeded (for the boot report: how long the walk kept the first
+  // device waiting).
+  std::optional<MonoTime> first_write;
 };
 
 // Where a run prints, and the daemon hook for --settle.
@@ -102,6 +108,10 @@ struct TriggerEnvironment {
   FILE* out = stdout;
   FILE* err = stderr;
   SettleFn settle;  // empty: --settle is refused as a bad argument
+  // Called once the devices waiting for a driver are written (--drivers-first; also when
+  // there were none or the pass is off), before the rest is read and written. The boot's init
+  // waits there for the daemon's start-up on a one-CPU machine.
+  std::function<void()> after_drivers_first;
   // Redraw a progress line; default: when `out` is a terminal.
   std::optional<bool> progress;
 };

@@ -694,6 +694,95 @@ TEST(TriggerNeededTest, KeepingWaitableDevicesAddsEveryNodeAndInterface) {
   EXPECT_THAT(printed, ::testing::Not(HasSubstr("pcspkr")));
 }
 
+// As `hotring init` runs it: a device waiting for a driver (a modalias file, no driver link)
+// goes first, before the needed decision is made, and only once; the rest follows in the
+// needed walk's order. The hook between the two passes sees the first pass done and nothing
+// of the second.
+TEST(TriggerNeededTest, DriversFirstGoesBeforeTheNeededWalkAndTheHookSeesOnlyIt) {
+  NeededMachine machine = MakeNeededMachine(kBoardRules);
+  ASSERT_TRUE(machine.sys
+                  .WriteFile(absl::StrCat(kUsbHost.substr(1), "/modalias"),
+                             "pci:v00008086d00001E31sv00sd00bc0Csc03i30\n")
+                  .ok());
+  std::vector<std::string> args = NeededArgs(machine);
+  args.push_back("--drivers-first");
+  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
+  ASSERT_TRUE(options.ok()) << options.status();
+  Output out;
+  Output err;
+  TriggerEnvironment env;
+  env.out = out.file();
+  env.err = err.file();
+  env.progress = false;
+  std::map<std::string, std::string> at_hook;
+  int hook_calls = 0;
+  env.after_drivers_first = [&] {
+    ++hook_calls;
+    for (const std::string& devpath : machine.devices) {
+      at_hook[devpath] = Uevent(machine.sys, devpath);
+    }
+  };
+  WriteOrder order(machine.sys, machine.devices);
+  absl::StatusOr<TriggerReport> report = hotplug::Trigger(*options, env);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(err.Take(), "");
+  EXPECT_EQ(hook_calls, 1);
+  for (const std::string& devpath : machine.devices) {
+    EXPECT_EQ(at_hook[devpath], devpath == kUsbHost ? "add" : machine.original[devpath]) << devpath;
+  }
+  // The USB host controller first, then the needed walk without it (it is also the parent
+  // of the USB and input devices there).
+  EXPECT_THAT(order.Read(),
+              ElementsAreArray({std::string(kUsbHost), std::string(kPci), std::string(kUsb1),
+                                std::string(kInput), std::string(kAhci), std::string(kSda),
+                                std::string(kNull)}));
+  EXPECT_EQ(report->triggered, 7u);
+  EXPECT_EQ(report->devices_needed, 7u);
+  EXPECT_TRUE(report->first_write.has_value());
+  // The same as a dry run, in the needed walk's words.
+  options->dry_run = true;
+  Output dry_out;
+  Output dry_err;
+  env.out = dry_out.file();
+  env.err = dry_err.file();
+  absl::StatusOr<TriggerReport> dry = hotplug::Trigger(*options, env);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  EXPECT_THAT(dry_out.Take(), ::testing::StartsWith(absl::StrCat(
+                                  kUsbHost, "  waits for a driver (written first)\n")));
+}
+
+// Among the devices waiting for a driver, a USB host controller goes first (its enumeration
+// waits on timers after the driver binds), even after a device the bus lists before it.
+TEST(TriggerNeededTest, DriversFirstPutsTheUsbHostControllerFirst) {
+  NeededMachine machine = MakeNeededMachine("");
+  const std::string vga = "/devices/pci0000:00/0000:00:02.0";
+  ASSERT_TRUE(
+      machine.sys
+          .AddDevice(
+              {.devpath = vga,
+               .subsystem = "pci",
+               .kind = FakeSysfs::Kind::kBus,
+               .uevent = {{"MODALIAS", "pci:v00001234d00001111sv00001AF4sd00001100bc03sc00i00"}},
+               .attributes = {{"modalias",
+                               "pci:v00001234d00001111sv00001AF4sd00001100bc03sc00i00\n"}}})
+          .ok());
+  ASSERT_TRUE(machine.sys
+                  .WriteFile(absl::StrCat(kUsbHost.substr(1), "/modalias"),
+                             "pci:v00008086d00001E31sv00001AF4sd00001100bc0Csc03i30\n")
+                  .ok());
+  const RunResult run = Trigger({"--sysfs-root", machine.sys.root(), "--type", "devices",
+                                 "--action", "add", "--drivers-first", "--dry-run"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  const std::vector<std::string> lines = absl::StrSplit(run.out, '\n');
+  ASSERT_GE(lines.size(), 2u) << run.out;
+  EXPECT_EQ(lines[0],
+            absl::StrCat("add -> ", machine.sys.root(), "/bus/pci/devices/0000:00:14.0/uevent"))
+      << run.out;
+  EXPECT_EQ(lines[1],
+            absl::StrCat("add -> ", machine.sys.root(), "/bus/pci/devices/0000:00:02.0/uevent"))
+      << run.out;
+}
+
 TEST(TriggerNeededTest, FiltersStillApply) {
   NeededMachine machine = MakeNeededMachine(kBoardRules);
   std::vector<std::string> args = NeededArgs(machine);

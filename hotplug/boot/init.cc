@@ -2,14 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <ftw.h>
-#include <linux/magic.h>
 #include <sys/reboot.h>
-#include <sys/statfs.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -42,6 +44,7 @@
 #include "hotplug/daemon_child.h"
 #include "hotplug/trigger.h"
 #include "hotplug/wire.h"
+#include "io/netlink.h"
 
 namespace hotring::hotplug::boot {
 namespace {
@@ -140,6 +143,37 @@ bool WantsEveryDevice(const std::vector<std::string>& daemon_args) {
   return false;
 }
 
+// Whether daemon.args leaves the kernel uevent socket to the daemon itself: without netlink,
+// or with its own socket or numbering.
+bool DaemonOpensItsOwnSocket(const std::vector<std::string>& daemon_args) {
+  for (absl::string_view arg : daemon_args) {
+    for (absl::string_view flag :
+         {"--no-netlink", "--netlink-fd", "--expect-seqnum", "--seqnum-file", "--netlink-rcvbuf"}) {
+      if (arg == flag || absl::StartsWith(arg, absl::StrCat(flag, "="))) return true;
+    }
+  }
+  return false;
+}
+
+// The kernel uevent socket, opened here for the daemon to take over (--netlink-fd), and the
+// SEQNUM it starts from: read after the socket is bound, so every later uevent is queued in
+// it, while the daemon is still starting. Coldplug's writes need not wait for the daemon.
+struct EarlySocket {
+  UniqueFd fd;
+  uint64_t next_seqnum = 0;
+};
+
+std::optional<EarlySocket> OpenEarlySocket() {
+  absl::StatusOr<io::UeventListener> listener = io::OpenUeventListener({});
+  if (!listener.ok()) return std::nullopt;  // the daemon tries itself, and says why
+  absl::StatusOr<std::string> seqnum = ReadFile("/sys/kernel/uevent_seqnum");
+  uint64_t last = 0;
+  if (!seqnum.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*seqnum), &last)) {
+    return std::nullopt;
+  }
+  return EarlySocket{std::move(listener->fd), last + 1};
+}
+
 // Asks the daemon (a child of PID 1) to exit before switch_root; SIGKILLs it after `grace`.
 void StopDaemon(DaemonChild& daemon, absl::Duration grace) {
   if (!daemon.running()) return;
@@ -226,10 +260,22 @@ uint64_t ThreadCpu(pid_t pid, pid_t tid) {
   return text.ok() ? ParseProcPidCpuTicks(*text) : 0;
 }
 
+// Boot times (CLOCK_BOOTTIME) of the steps between /init and settled.
+struct Phases {
+  absl::Duration daemon_ready;  // the daemon answered on its ready pipe
+  absl::Duration first_write;   // coldplug wrote its first uevent file
+  absl::Duration triggered;     // coldplug wrote its last
+};
+
 void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration init_start,
-                absl::Duration settled, const std::vector<std::string>& modules,
-                const std::string& cpu_fact) {
+                absl::Duration settled, const Phases& phases,
+                const std::vector<std::string>& modules, const std::string& cpu_fact) {
   Report(absl::StrFormat("time init_ms=%.1f settled_ms=%.1f", Millis(init_start), Millis(settled)));
+  // From /init on: where the time before the first driver load goes.
+  Report(absl::StrFormat("phases daemon_ready_ms=%.1f first_write_ms=%.1f triggered_ms=%.1f",
+                         Millis(phases.daemon_ready - init_start),
+                         Millis(phases.first_write - init_start),
+                         Millis(phases.triggered - init_start)));
   Report(StatusFact(status));
   for (const std::string& node : cmdline.stat_nodes) {
     struct stat st {};
@@ -392,14 +438,33 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const BootCmdline cmdline = ParseBootCmdline(text.ok() ? *text : "");
 
   // stdio stays ours (the console); the daemon logs to /dev/kmsg.
-  const std::vector<std::string> daemon_args = DaemonArgs();
-  absl::StatusOr<DaemonChild> daemon =
-      DaemonChild::Start({.program = "/proc/self/exe", .argv = daemon_args});
-  if (!daemon.ok()) PowerOff(daemon.status().ToString());
-  // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
-  if (absl::Status ready = daemon->WaitReady(absl::Seconds(30)); !ready.ok()) {
-    PowerOff(ready.ToString());
+  std::vector<std::string> daemon_args = DaemonArgs();
+  std::optional<EarlySocket> early;
+  if (!DaemonOpensItsOwnSocket(daemon_args)) early = OpenEarlySocket();
+  const bool early_socket = early.has_value();
+  if (early_socket) {
+    daemon_args.push_back("--expect-seqnum");
+    daemon_args.push_back(absl::StrCat(early->next_seqnum));
   }
+  absl::StatusOr<DaemonChild> daemon =
+      DaemonChild::Start({.program = "/proc/self/exe",
+                          .argv = daemon_args,
+                          .netlink_fd = early.has_value() ? early->fd.get() : -1});
+  if (!daemon.ok()) PowerOff(daemon.status().ToString());
+  early.reset();  // the daemon's copy is the one that reads
+  Phases phases;
+  // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
+  bool ready = false;
+  auto wait_ready = [&] {
+    if (ready) return;
+    if (absl::Status status = daemon->WaitReady(absl::Seconds(30)); !status.ok()) {
+      PowerOff(status.ToString());
+    }
+    ready = true;
+    phases.daemon_ready = BootTime();
+  };
+  // Without the early socket, nothing may be written before the daemon listens.
+  if (!early_socket) wait_ready();
 
   // Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process.
   const absl::Duration coldplug_start = BootTime();
@@ -421,10 +486,19 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   TriggerEnvironment env;
   env.out = quiet != nullptr ? quiet : stdout;
   env.progress = false;
+  // With the early socket, the devices waiting for a driver are written while the daemon
+  // starts (their uevents wait in the socket). On one CPU the rest of the walk would only take
+  // the daemon's start-up CPU: it waits for it there; with more, they run side by side.
+  if (early_socket && ::sysconf(_SC_NPROCESSORS_ONLN) <= 1) env.after_drivers_first = wait_ready;
   absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
   if (quiet != nullptr) std::fclose(quiet);
   if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
+  phases.triggered = BootTime();
+  phases.first_write = triggered->first_write.has_value()
+                           ? phases.triggered - Since(*triggered->first_write, MonoNow())
+                           : phases.triggered;
   if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
+  wait_ready();  // settle asks the daemon
   absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
   if (settled.ok() && !cmdline.settle_for.empty()) {
     settled = SettleFor(kDefaultSocket, cmdline.settle_for, cmdline.settle_timeout);
@@ -444,7 +518,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
       ParseProcModules(proc_modules.ok() ? *proc_modules : "");
   const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
   Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
-  PrintFacts(cmdline, fields, init_start, settled_at, modules, cpu_fact);
+  PrintFacts(cmdline, fields, init_start, settled_at, phases, modules, cpu_fact);
   if (cmdline.timeline) {
     // For `hotring report --svg` on the host: the console is the guest's only way out.
     absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
