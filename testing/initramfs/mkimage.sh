@@ -159,7 +159,19 @@ if [ -n "$init_script" ]; then
   cp "$init_script" "$root/init"
   chmod 755 "$root/init"
 else
-  cp "$hotring" "$root/bin/hotring"
+  # Stripped, as initramfs builders do: the symbols and debug sections are most of an
+  # unstripped build (18 MB against 4 MB), and every MB of image delays /init (~0.07 s here).
+  case "$arch" in
+    aarch64) strip_tool=aarch64-linux-gnu-strip ;;
+    armhf) strip_tool=arm-linux-gnueabihf-strip ;;
+    *) strip_tool=strip ;;
+  esac
+  if command -v "$strip_tool" >/dev/null 2>&1; then
+    "$strip_tool" -o "$root/bin/hotring" "$hotring"
+  else
+    echo "mkimage.sh: no $strip_tool: hotring goes in unstripped" >&2
+    cp "$hotring" "$root/bin/hotring"
+  fi
   ln -s bin/hotring "$root/init"
 fi
 cp "$mdev_conf" "$root/etc/mdev.conf"
