@@ -255,12 +255,25 @@ void Daemon::RequestStop(absl::string_view why) {
 }
 
 Task<void> Daemon::WatchSignals() {
+  // SIGTERM, SIGINT and SIGHUP are blocked for the signalfd: a watcher that ended on a read
+  // error would leave the daemon deaf to them for good. It reads again after a pause that
+  // doubles up to a second, and logs the first error of a run and then every 64th.
+  constexpr absl::Duration kFirstPause = absl::Milliseconds(10);
+  absl::Duration pause = kFirstPause;
+  uint64_t errors_in_a_row = 0;
   for (;;) {
     absl::StatusOr<int> sig = co_await signals_->Next(*reactor_);
     if (!sig.ok()) {
-      LogError("signalfd: %s", sig.status().ToString());
-      co_return;
+      if (errors_in_a_row++ % 64 == 0) {
+        LogError("signalfd: %s (read error %d in a row; reading again in %s)",
+                 sig.status().ToString(), errors_in_a_row, absl::FormatDuration(pause));
+      }
+      (void)co_await io::Sleep(*reactor_, pause);
+      pause = std::min(pause * 2, absl::Seconds(1));
+      continue;
     }
+    errors_in_a_row = 0;
+    pause = kFirstPause;
     if (*sig == SIGHUP) {
       const absl::Status reloaded = handler_->Reload();
       if (reloaded.ok()) {
