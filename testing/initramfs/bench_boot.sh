@@ -32,6 +32,8 @@
 #   kernel-serial-hid  kernel-serial, settled once the USB keyboard's HID device also has its
 #                    driver: the criterion hotring's settled point uses (`modprobe -a` returns
 #                    before the hub thread has enumerated the keyboard)
+#   kernel-parallel-hid  kernel-parallel, settled once the keyboard's HID device also has its
+#                    driver (hotring's criterion, as kernel-serial-hid is for kernel-serial)
 #   hotring-full     hotring's image booted with hotring.coldplug_needed=0: coldplug every
 #                    device (by default only the devices mdev.conf acts on, that wait for a
 #                    driver, that have a node or are a network interface, and their parents)
@@ -126,6 +128,15 @@ read -r t1 _ </proc/uptime
 cpu1
 $report_tail
 EOF2
+cat >"$work/init-kernel-parallel-hid" <<EOF2
+$head_part
+for m in \$(cat /etc/bench.modules); do modprobe \$m & done
+wait
+until ls -d /sys/bus/hid/devices/*/driver >/dev/null 2>&1; do sleep 0.01; done
+read -r t1 _ </proc/uptime
+cpu1
+$report_tail
+EOF2
 cat >"$work/init-kernel-parallel" <<EOF2
 $head_part
 for m in \$(cat /etc/bench.modules); do modprobe \$m & done
@@ -162,7 +173,7 @@ build() {
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
     mdev) sh "$here/mkimage.sh" --with-shell --init "$work/init-mdev" --mdev-conf "$work/mdev-idiom.conf" --out "$img" ;;
     udev) sh "$here/mkimage_udev.sh" --out "$img" --kernel-version "$version" ;;
-    kernel-serial|kernel-parallel|kernel-serial-hid)
+    kernel-serial|kernel-parallel|kernel-serial-hid|kernel-parallel-hid)
       sh "$here/mkimage.sh" --with-shell --init "$work/init-$1" --add "$list=etc/bench.modules" --out "$img" ;;
     *) echo "bench_boot: unknown image $1" >&2; return 1 ;;
   esac
