@@ -72,6 +72,8 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       cmdline.coldplug_subsystems = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.coldplug_needed") {
       cmdline.coldplug_needed = !(value == "0" || value == "n" || value == "no");
+    } else if (key == "hotring.early_coldplug") {
+      cmdline.early_coldplug = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.timeline") {
       cmdline.timeline = !(value == "0" || value == "n" || value == "no");
     } else if (key == "hotring.test") {

@@ -36,6 +36,10 @@ struct BootCmdline {
   // every device, as does a daemon.args with --exec, --udev-compat or --rebroadcast (their
   // handlers and database want every device's event).
   bool coldplug_needed = true;
+  // Open the kernel uevent socket in /init and hand it to the daemon (--netlink-fd), so that
+  // coldplug writes the devices waiting for a driver while the daemon starts.
+  // hotring.early_coldplug=0: wait for the daemon's readiness first.
+  bool early_coldplug = true;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

@@ -86,6 +86,9 @@ TEST(BootCmdlineTest, ColdplugOfSubsystemObjectsOnlyWhenAsked) {
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=0").coldplug_needed);
   EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_needed").coldplug_needed);
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=no").coldplug_needed);
+  EXPECT_TRUE(ParseBootCmdline("quiet").early_coldplug);
+  EXPECT_FALSE(ParseBootCmdline("hotring.early_coldplug=0").early_coldplug);
+  EXPECT_TRUE(ParseBootCmdline("hotring.early_coldplug").early_coldplug);
 }
 
 TEST(RootSpecTest, DeviceNodeLabelAndUuid) {

@@ -440,7 +440,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   // stdio stays ours (the console); the daemon logs to /dev/kmsg.
   std::vector<std::string> daemon_args = DaemonArgs();
   std::optional<EarlySocket> early;
-  if (!DaemonOpensItsOwnSocket(daemon_args)) early = OpenEarlySocket();
+  if (cmdline.early_coldplug && !DaemonOpensItsOwnSocket(daemon_args)) early = OpenEarlySocket();
   const bool early_socket = early.has_value();
   if (early_socket) {
     daemon_args.push_back("--expect-seqnum");
@@ -559,7 +559,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
         "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed=0\n"
-        "  hotring.modules_serial\n",
+        "  hotring.early_coldplug=0 hotring.modules_serial\n",
         stdout);
     return 0;
   }
