@@ -1,9 +1,12 @@
 #include "hotplug/cli.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -13,19 +16,19 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/bench/bench_memory.h"
-#include "hotplug/bench/bench_startup.h"
+#include "hotplug/bench/bench_modules.h"
 #include "hotplug/bench/bench_rules.h"
+#include "hotplug/bench/bench_startup.h"
 #include "hotplug/bench_coldplug.h"
 #include "hotplug/bench_events.h"
-#include "hotplug/bench/bench_modules.h"
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
+#include "hotplug/modules/modules_handler.h"
 #include "hotplug/readiness.h"
 #include "hotplug/replay/replay_command.h"
 #include "hotplug/rules/rules_handler.h"
-#include "hotplug/modules/modules_handler.h"
 #include "hotplug/trigger.h"
 #include "hotplug/udevcompat/monitor.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
@@ -161,7 +164,11 @@ int DaemonCommand(const std::vector<std::string>& args) {
         options.netlink_rcvbuf = static_cast<int>(n);
       } else if (f == "--netlink-fd") {
         HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT32_MAX));
-        options.netlink_fd = static_cast<int>(n);
+        // Ours from here, and not for whatever the daemon starts (as --ready-fd).
+        if (::fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) != 0) {
+          return flags.Error(absl::StrCat("--netlink-fd ", n, ": ", std::strerror(errno)));
+        }
+        options.netlink_fd = UniqueFd(static_cast<int>(n));
       } else if (f == "--netlink-trust-userspace") {
         HOTRING_RETURN_IF_ERROR(flags.NoValue());
         options.netlink_trust_userspace = true;

@@ -167,11 +167,10 @@ absl::Status Daemon::Init() {
   if (options_.netlink) {
     io::UeventListenerOptions listen;
     listen.receive_buffer = options_.netlink_rcvbuf;
-    const bool inherited = options_.netlink_fd >= 0;
+    const bool inherited = options_.netlink_fd.valid();
     absl::StatusOr<io::UeventListener> listener =
-        inherited
-            ? io::AdoptUeventListener(UniqueFd(std::exchange(options_.netlink_fd, -1)))
-            : io::OpenUeventListener(listen);
+        inherited ? io::AdoptUeventListener(std::move(options_.netlink_fd))
+                  : io::OpenUeventListener(listen);
     if (!listener.ok()) {
       return absl::Status(listener.status().code(),
                           absl::StrCat("kernel uevent socket: ", listener.status().message(),
@@ -188,10 +187,8 @@ absl::Status Daemon::Init() {
                  "socket; for tests in a private network namespace only");
     }
   }
-  if (options_.netlink_fd >= 0) {
-    // Inherited but not used (--no-netlink): not kept open for nothing.
-    UniqueFd unused(std::exchange(options_.netlink_fd, -1));
-  }
+  // Inherited but not used (--no-netlink): not kept open for nothing.
+  options_.netlink_fd.Reset();
   if (options_.rebroadcast_group != 0) {
     if (options_.rebroadcast_group < 2 || options_.rebroadcast_group > io::kUeventMaxGroup) {
       return absl::InvalidArgumentError("--rebroadcast GROUP must be 2..32");

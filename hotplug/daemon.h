@@ -64,7 +64,7 @@ struct DaemonOptions {
   // An inherited listener (--netlink-fd) to take over instead of opening one: a boot's init
   // opens it before starting the daemon and writes coldplug's uevent files meanwhile, so the
   // first driver loads need not wait for the daemon's start-up. Used only with `netlink`.
-  int netlink_fd = -1;
+  UniqueFd netlink_fd;
   bool netlink_trust_userspace = false;  // tests in a private network namespace only
   std::string sysfs_root = "/sys";       // the ENOBUFS resync walks this tree
   uint32_t rebroadcast_group = 0;        // 2..32: re-send handled events there; 0: off

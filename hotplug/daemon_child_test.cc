@@ -3,6 +3,7 @@
 #include "hotplug/daemon_child.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -31,6 +32,34 @@ TEST(DaemonChildTest, ReadyThenTerminated) {
   EXPECT_EQ(DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
   EXPECT_FALSE(child->running());
   EXPECT_FALSE(child->CheckAlive().ok());
+}
+
+// The boot's layout: the caller's uevent socket sits on fd 3, where the ready pipe goes. The
+// child still finds the pipe on fd 3 and the socket (the same one: its inode) on fd 4, with
+// `--netlink-fd 4` after `--ready-fd 3`.
+TEST(DaemonChildTest, TheNetlinkSocketGoesToFdFourWhateverFdItHadHere) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  ::close(pair[1]);
+  // Onto fd 3, if it is free here (it is in a fresh test process; else wherever it is).
+  int socket_fd = pair[0];
+  if (pair[0] != 3 && ::fcntl(3, F_GETFD) < 0) {
+    ASSERT_EQ(::dup3(pair[0], 3, O_CLOEXEC), 3);
+    ::close(pair[0]);
+    socket_fd = 3;
+  }
+  char link[64] = {};
+  ASSERT_GT(::readlink(absl::StrCat("/proc/self/fd/", socket_fd).c_str(), link, sizeof(link) - 1),
+            0);
+  DaemonChild::Options options = Script(absl::StrCat(
+      "[ \"$*\" = '--ready-fd 3 --netlink-fd 4' ] && [ \"$(readlink /proc/$$/fd/4)\" = '", link,
+      "' ] && echo >&3 && exec 3>&- && exec sleep 100"));
+  options.netlink_fd = socket_fd;
+  absl::StatusOr<DaemonChild> child = DaemonChild::Start(options);
+  ::close(socket_fd);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_TRUE(child->WaitReady(absl::Seconds(30)).ok());
+  EXPECT_EQ(DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
 }
 
 TEST(DaemonChildTest, GivingUpSaysHowItEndedAndItsStderrGoesWhereAsked) {

@@ -356,15 +356,22 @@ struct NeededContext {
   absl::flat_hash_set<std::string> loaded;
 };
 
-absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options,
-                                                const TriggerEnvironment& env) {
+// The rules side of --needed's decision (users, mdev.conf): what can fail, so it is loaded
+// before anything is written.
+absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options) {
   NeededContext context;
   absl::StatusOr<rules::UserDb> users = rules::UserDb::Load("/");
   if (!users.ok()) return users.status();
   absl::StatusOr<rules::RuleSet> rules = rules::LoadRules({.file = options.config}, *users);
   if (!rules.ok()) return rules.status();
   context.rules = std::move(*rules);
+  return context;
+}
 
+// The module side of the decision: the index and what is loaded. No error: without a module
+// tree (everything built in) no missing module could be loaded.
+void LoadModuleFacts(const TriggerOptions& options, const TriggerEnvironment& env,
+                     NeededContext& context) {
   modules::ModuleIndexOptions index_options;
   index_options.modules_dir =
       options.kernel_version.empty()
@@ -383,7 +390,6 @@ absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options,
                  std::string(index.status().message()).c_str());
   }
   context.loaded = LoadedModules(options.sysfs_root);
-  return context;
 }
 
 // --needed: keeps the entries worth replaying, in scan order, each with the dry-run line that
@@ -438,7 +444,8 @@ std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(
     picked.emplace_back(std::move(readable[device.index]),
                         FormatNeeded(devpaths[device.index], device));
   }
-  report.devices_needed = picked.size() + written;
+  report.devices_needed = picked.size();
+  report.devices_first = written;
   return picked;
 }
 
@@ -446,6 +453,12 @@ std::vector<std::pair<SysfsEntry, std::string>> PickNeeded(
 
 absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
                                       const TriggerEnvironment& env) {
+  std::optional<NeededContext> needed;
+  if (options.needed) {
+    absl::StatusOr<NeededContext> context = LoadNeededContext(options);
+    if (!context.ok()) return context.status();
+    needed = std::move(*context);
+  }
   TriggerReport report;
   // Written by the --drivers-first pass: the walk below skips them. With --needed too, and
   // before the needed decision is even loaded: a device waiting for a driver is what a module
@@ -480,12 +493,7 @@ absl::StatusOr<TriggerReport> Trigger(const TriggerOptions& options,
     }
   }
   if (env.after_drivers_first) env.after_drivers_first();
-  std::optional<NeededContext> needed;
-  if (options.needed) {
-    absl::StatusOr<NeededContext> context = LoadNeededContext(options, env);
-    if (!context.ok()) return context.status();
-    needed = std::move(*context);
-  }
+  if (needed.has_value()) LoadModuleFacts(options, env, *needed);
   absl::StatusOr<SysfsScan> scan = ScanSysfs(options.sysfs_root, options.filter);
   if (!scan.ok()) return scan.status();
   report.vanished = scan->vanished;
@@ -550,7 +558,11 @@ std::string FormatTriggerSummary(const TriggerReport& report, bool dry_run) {
   std::string line;
   if (report.devices_considered.has_value()) {
     line = absl::StrCat("needed: ", report.devices_needed, " of ", *report.devices_considered,
-                        " devices; ");
+                        " devices");
+    if (report.devices_first > 0) {
+      absl::StrAppend(&line, ", ", report.devices_first, " waiting for a driver written first");
+    }
+    absl::StrAppend(&line, "; ");
   }
   if (dry_run) return absl::StrCat(line, report.triggered, " would be triggered (dry run)");
   absl::StrAppend(&line, report.triggered, " triggered, ", report.failed, " failed");

@@ -10,14 +10,17 @@
 //
 // --needed replays `add` only for the devices the rules or the module loader will act on, and
 // their parents (trigger_needed.h); modules, buses and drivers are never replayed then.
-// --drivers-first writes devices that wait for a driver (a modalias, no driver) before the
-// rest, with --needed too (before the needed decision is loaded: their loads are what takes
-// long). With --needed they are written whether or not a module matches them.
+// --drivers-first writes devices that wait for a driver (a modalias, no driver; USB and SD
+// host controllers first) before the rest, with --needed too: after the rules are loaded, before
+// the module index and the walk (their loads are what takes long). With --needed they are
+// written whether or not a module matches them, and before their parents: the needed walk's
+// parents-first order holds for the rest.
 //
 // Output: with --verbose each uevent file as it is written; with --dry-run each write it would
 // do ("ACTION -> PATH"; with --needed "DEVPATH  why" instead); every failure on stderr; then one
 // summary line on stdout:
-//   "[needed: N of D devices; ]N triggered, M failed[ (REASON: COUNT, ...)][, V vanished]"
+//   "[needed: N of D devices[, K waiting for a driver written first]; ]N triggered, M failed
+//    [ (REASON: COUNT, ...)][, V vanished]"
 // (the reasons when M > 0, the vanished part when V > 0). On a terminal, and without --verbose, a
 // progress line is redrawn while writing. A device that disappears before it could be
 // triggered is counted as vanished, not failed: there is nothing left to trigger, as udevadm
@@ -98,6 +101,9 @@ struct TriggerReport {
   // + `vanished` were picked.
   std::optional<size_t> devices_considered;
   size_t devices_needed = 0;
+  // --needed with --drivers-first: devices written by the first pass (waiting for a driver,
+  // needed or not), among the devices considered but not in `devices_needed`.
+  size_t devices_first = 0;
   // When the first write succeeded (for the boot report: how long the walk kept the first
   // device waiting).
   std::optional<MonoTime> first_write;

@@ -4,8 +4,9 @@
 // run on add), or when its MODALIAS resolves to a driver module that is neither loaded nor built
 // in (the modules the alias matched, not their dependencies);
 // the parents of a needed device are replayed too, before it, so that whatever handles the
-// child finds its parents handled. Everything else (on a typical board thousands of platform,
-// memory and cpu devices) is left alone.
+// child finds its parents handled (`trigger --drivers-first` writes the devices waiting for a
+// driver before this selection, and so before their parents). Everything else (on a typical board
+// thousands of platform, memory and cpu devices) is left alone.
 //
 // Pure: the decisions take the device's uevent (as ReadUeventFile gives it), the rule set, a
 // module resolver and the set of loaded module names, and do no I/O of their own.

@@ -737,7 +737,10 @@ TEST(TriggerNeededTest, DriversFirstGoesBeforeTheNeededWalkAndTheHookSeesOnlyIt)
                                 std::string(kInput), std::string(kAhci), std::string(kSda),
                                 std::string(kNull)}));
   EXPECT_EQ(report->triggered, 7u);
-  EXPECT_EQ(report->devices_needed, 7u);
+  EXPECT_EQ(report->devices_needed, 6u);
+  EXPECT_EQ(report->devices_first, 1u);
+  EXPECT_EQ(FormatTriggerSummary(*report, false),
+            "needed: 6 of 9 devices, 1 waiting for a driver written first; 7 triggered, 0 failed");
   EXPECT_TRUE(report->first_write.has_value());
   // The same as a dry run, in the needed walk's words.
   options->dry_run = true;
@@ -781,6 +784,51 @@ TEST(TriggerNeededTest, DriversFirstPutsTheUsbHostControllerFirst) {
   EXPECT_EQ(lines[1],
             absl::StrCat("add -> ", machine.sys.root(), "/bus/pci/devices/0000:00:02.0/uevent"))
       << run.out;
+}
+
+// The rules are loaded before anything is written: a configuration that does not load stops
+// the run with nothing written, drivers-first pass or not.
+TEST(TriggerNeededTest, ARuleFileThatDoesNotLoadWritesNothing) {
+  NeededMachine machine = MakeNeededMachine("");
+  ASSERT_TRUE(machine.sys
+                  .WriteFile(absl::StrCat(kUsbHost.substr(1), "/modalias"),
+                             "pci:v00008086d00001E31sv00001AF4sd00001100bc0Csc03i30\n")
+                  .ok());
+  ASSERT_TRUE(machine.sys.WriteFile("broken.conf", "sd[a-z] nobody-here:0 0660\n").ok());
+  const std::map<std::string, std::string> before = AllUeventFiles(machine.sys);
+  std::vector<std::string> args = NeededArgs(machine);
+  args[4] = machine.sys.Path("broken.conf");
+  args.push_back("--drivers-first");
+  const RunResult run = Trigger(args);
+  EXPECT_NE(run.code, 0);
+  EXPECT_THAT(run.err, HasSubstr("nobody-here")) << run.err;
+  EXPECT_THAT(Changed(before, AllUeventFiles(machine.sys)), ::testing::IsEmpty());
+}
+
+// Without --drivers-first the hook still runs once, before anything is written.
+TEST(TriggerNeededTest, TheHookRunsOnceBeforeTheWalkWithoutADriversFirstPass) {
+  NeededMachine machine = MakeNeededMachine(kBoardRules);
+  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(NeededArgs(machine));
+  ASSERT_TRUE(options.ok()) << options.status();
+  Output out;
+  Output err;
+  TriggerEnvironment env;
+  env.out = out.file();
+  env.err = err.file();
+  env.progress = false;
+  const std::map<std::string, std::string> before = AllUeventFiles(machine.sys);
+  int calls = 0;
+  std::vector<std::string> changed_at_hook;
+  env.after_drivers_first = [&] {
+    ++calls;
+    changed_at_hook = Changed(before, AllUeventFiles(machine.sys));
+  };
+  absl::StatusOr<TriggerReport> report = hotplug::Trigger(*options, env);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(calls, 1);
+  EXPECT_THAT(changed_at_hook, ::testing::IsEmpty());
+  EXPECT_EQ(report->triggered, 7u);
+  EXPECT_EQ(report->devices_first, 0u);
 }
 
 TEST(TriggerNeededTest, FiltersStillApply) {

@@ -512,7 +512,14 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
 
+  const absl::Duration status_asked = BootTime();
   absl::StatusOr<Fields> status = Status();
+  // When the daemon became ready: its uptime counts from there. Init only notices readiness
+  // when it waits for it, after the whole walk when the two run side by side.
+  if (int64_t uptime_ms = 0;
+      status.ok() && absl::SimpleAtoi(StatusValue(*status, "uptime_ms"), &uptime_ms)) {
+    phases.daemon_ready = status_asked - absl::Milliseconds(uptime_ms);
+  }
   absl::StatusOr<std::string> proc_modules = ReadFile("/proc/modules");
   const std::vector<std::string> modules =
       ParseProcModules(proc_modules.ok() ? *proc_modules : "");
