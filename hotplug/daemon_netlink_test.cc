@@ -56,6 +56,32 @@ class DaemonNetlinkTest : public ::testing::Test {
   }
 
 
+  // The handler runs under kPrefix once `n` have run (or after about ten seconds).
+  static std::vector<HandlerRun> AwaitRuns(DaemonProcess& daemon, const HandlerRecorder& recorder,
+                                           size_t n) {
+    std::vector<HandlerRun> runs;
+    for (int i = 0; i < 1000 && runs.size() < n; ++i) {
+      EXPECT_TRUE(daemon.Settle().ok());
+      runs = recorder.RunsUnder(kPrefix);
+      if (runs.size() < n) ::usleep(10000);
+    }
+    return runs;
+  }
+
+  // Each device's SEQNUMs in the order its handlers ran; every SEQNUM into `seen`, a failure
+  // for one that ran twice.
+  static std::map<std::string, std::vector<uint64_t>> SeqnumsByDevice(
+      const std::vector<HandlerRun>& runs, std::set<uint64_t>& seen) {
+    std::map<std::string, std::vector<uint64_t>> by_device;
+    for (const HandlerRun& r : runs) {
+      uint64_t seqnum = 0;
+      EXPECT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum)) << r.seqnum;
+      EXPECT_TRUE(seen.insert(seqnum).second) << "SEQNUM " << seqnum << " ran twice";
+      by_device[r.devpath].push_back(seqnum);
+    }
+    return by_device;
+  }
+
   static Event TestUevent(uint64_t i, const std::string& device) {
     return *MakeUevent("add", absl::StrCat(kPrefix, "/", device), "hotring_test", kBase + i);
   }
@@ -92,22 +118,11 @@ TEST_F(DaemonNetlinkTest, TrustedUserspaceEventsAreHandledInOrderPerDevice) {
   for (uint64_t i = 0; i < 60; ++i) {
     ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("dev", i % 4))).ok());
   }
-  std::vector<HandlerRun> runs;
-  for (int i = 0; i < 1000 && runs.size() < 60; ++i) {
-    ASSERT_TRUE(daemon.Settle().ok());
-    runs = recorder.RunsUnder(kPrefix);
-    if (runs.size() < 60) ::usleep(10000);
-  }
+  const std::vector<HandlerRun> runs = AwaitRuns(daemon, recorder, 60);
   ASSERT_EQ(runs.size(), 60u);
-  std::map<std::string, std::vector<uint64_t>> by_device;
   std::set<uint64_t> seen;
-  for (const HandlerRun& r : runs) {
-    uint64_t seqnum;
-    ASSERT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum));
-    EXPECT_TRUE(seen.insert(seqnum).second) << "SEQNUM " << seqnum << " ran twice";
-    by_device[r.devpath].push_back(seqnum);
-    EXPECT_EQ(r.subsystem, "hotring_test");
-  }
+  const std::map<std::string, std::vector<uint64_t>> by_device = SeqnumsByDevice(runs, seen);
+  for (const HandlerRun& r : runs) EXPECT_EQ(r.subsystem, "hotring_test");
   for (const auto& [device, list] : by_device) {
     EXPECT_TRUE(std::is_sorted(list.begin(), list.end())) << device;
   }
@@ -143,21 +158,10 @@ TEST_F(DaemonNetlinkTest, UeventsQueuedInAnInheritedSocketBeforeStartUpAreHandle
   for (uint64_t i = 20; i < 30; ++i) {
     ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("early", i % 3))).ok());
   }
-  std::vector<HandlerRun> runs;
-  for (int i = 0; i < 1000 && runs.size() < 31; ++i) {
-    ASSERT_TRUE(daemon->Settle().ok());
-    runs = recorder.RunsUnder(kPrefix);
-    if (runs.size() < 31) ::usleep(10000);
-  }
+  const std::vector<HandlerRun> runs = AwaitRuns(*daemon, recorder, 31);
   ASSERT_EQ(runs.size(), 31u);
-  std::map<std::string, std::vector<uint64_t>> by_device;
   std::set<uint64_t> seen;
-  for (const HandlerRun& r : runs) {
-    uint64_t seqnum;
-    ASSERT_TRUE(absl::SimpleAtoi(r.seqnum, &seqnum));
-    EXPECT_TRUE(seen.insert(seqnum).second) << "SEQNUM " << seqnum << " ran twice";
-    by_device[r.devpath].push_back(seqnum);
-  }
+  const std::map<std::string, std::vector<uint64_t>> by_device = SeqnumsByDevice(runs, seen);
   EXPECT_EQ(seen.size(), 31u);
   EXPECT_EQ(*seen.begin(), kBase - 1);
   for (const auto& [device, list] : by_device) {

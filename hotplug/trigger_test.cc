@@ -108,6 +108,15 @@ class Output {
   FILE* file_;
 };
 
+// Where a library call to Trigger prints: into `out` and `err`, no progress line.
+TriggerEnvironment QuietEnvironment(Output& out, Output& err) {
+  TriggerEnvironment env;
+  env.out = out.file();
+  env.err = err.file();
+  env.progress = false;
+  return env;
+}
+
 struct RunResult {
   int code;
   std::string out;
@@ -674,10 +683,7 @@ TEST(TriggerNeededTest, KeepingWaitableDevicesAddsEveryNodeAndInterface) {
   options->dry_run = true;
   Output out;
   Output err;
-  TriggerEnvironment env;
-  env.out = out.file();
-  env.err = err.file();
-  env.progress = false;
+  TriggerEnvironment env = QuietEnvironment(out, err);
   absl::StatusOr<TriggerReport> report = hotplug::Trigger(*options, env);
   ASSERT_TRUE(report.ok()) << report.status();
   // Without it only the input device (and its parents) would be replayed (the test above);
@@ -710,10 +716,7 @@ TEST(TriggerNeededTest, DriversFirstGoesBeforeTheNeededWalkAndTheHookSeesOnlyIt)
   ASSERT_TRUE(options.ok()) << options.status();
   Output out;
   Output err;
-  TriggerEnvironment env;
-  env.out = out.file();
-  env.err = err.file();
-  env.progress = false;
+  TriggerEnvironment env = QuietEnvironment(out, err);
   std::map<std::string, std::string> at_hook;
   int hook_calls = 0;
   env.after_drivers_first = [&] {
@@ -812,10 +815,7 @@ TEST(TriggerNeededTest, TheHookRunsOnceBeforeTheWalkWithoutADriversFirstPass) {
   ASSERT_TRUE(options.ok()) << options.status();
   Output out;
   Output err;
-  TriggerEnvironment env;
-  env.out = out.file();
-  env.err = err.file();
-  env.progress = false;
+  TriggerEnvironment env = QuietEnvironment(out, err);
   const std::map<std::string, std::string> before = AllUeventFiles(machine.sys);
   int calls = 0;
   std::vector<std::string> changed_at_hook;
