@@ -2,6 +2,7 @@
 // uevent helper, or a symlink) it behaves as `hotring send --autostart`.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/flags.h"
 #include "core/log.h"
@@ -41,7 +43,7 @@ constexpr absl::string_view kUsage =
     "  mdev [-s|-d [-f]]      busybox's mdev (also when invoked as `mdev`, a symlink)\n"
     "  init                   PID 1 of an initramfs (also as a program named init)\n"
     "  modprobe               kmod's modprobe (also as a program named modprobe)\n"
-    "  bench reactor|events|coldplug|startup|rules|modules|memory|sysv|uds|uds-server|uds-client|dgram-fanin\n"
+    "  bench NAME             benchmarks (`hotring bench` lists them)\n"
     "  selfcheck              probe the kernel's io_uring and report what hotring can use\n"
     "  --version              print the version\n"
     "`hotring <command> --help` lists a command's options. As `hotring-send` (a symlink) it\n"
@@ -97,9 +99,58 @@ int BenchReactor(const std::vector<std::string>& args) {
   return 0;
 }
 
+constexpr char kBenchUsage[] =
+    "usage: hotring bench NAME [options]     (hotring bench NAME --help: its options)\n"
+    "  reactor      io_uring NOP and socketpair round trips\n"
+    "  events       the daemon's event pipeline, without and with a handler\n"
+    "  coldplug     a coldplug of a fake sysfs tree against a serial loop\n"
+    "  startup      how soon a client started with the daemon is answered\n"
+    "  rules        mdev -s with the rules stage against busybox's mdev\n"
+    "  modules      alias resolution against kmod's modprobe\n"
+    "  memory       the daemon's memory idle and through a 100,000-event burst\n"
+    "  sysv, uds, uds-server, uds-client, dgram-fanin\n"
+    "               IPC transports: SysV messages, Unix socket ping-pong, datagram fan-in\n"
+    "  boot         boots qemu guests with hotring's and other initramfs images and compares\n"
+    "               them (testing/initramfs/bench_boot.sh of a checkout: run it from one)\n";
+
+// The boot bench builds images with the checkout's scripts and boots them in qemu: it is
+// testing/initramfs/bench_boot.sh, run with this binary as the image's hotring.
+int BenchBoot(const std::vector<std::string>& args) {
+  constexpr char kScript[] = "testing/initramfs/bench_boot.sh";
+  if (::access(kScript, R_OK) != 0) {
+    std::fprintf(stderr,
+                 "hotring bench boot: no %s here: run it from a hotring checkout (it builds the "
+                 "images with the checkout's scripts and boots them in qemu)\n",
+                 kScript);
+    return 2;
+  }
+  std::vector<std::string> argv = {"sh", kScript};
+  bool has_hotring = false;
+  for (const std::string& arg : args) has_hotring |= arg == "--hotring";
+  if (!has_hotring) {
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) return Fail(absl::InternalError("bench boot: cannot read /proc/self/exe"));
+    argv.push_back("--hotring");
+    argv.push_back(std::string(self, static_cast<size_t>(n)));
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> pointers;
+  for (std::string& arg : argv) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv("/bin/sh", pointers.data());
+  return Fail(
+      absl::InternalError(absl::StrCat("bench boot: exec /bin/sh: ", std::strerror(errno))));
+}
+
 int Bench(const std::vector<std::string>& args) {
-  if (args.empty()) return Fail(absl::InvalidArgumentError("bench: which benchmark?"));
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kBenchUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "boot") return BenchBoot(rest);
   if (args[0] == "reactor") return BenchReactor(rest);
   if (ipc::IsIpcBench(args[0])) return ipc::RunIpcBench(args[0], rest);
   if (hotplug::IsHotplugBench(args[0])) return hotplug::RunHotplugBench(args[0], rest);
