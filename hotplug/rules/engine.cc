@@ -342,12 +342,14 @@ bool IsSafeRelativePath(absl::string_view path) {
 EventPlan PlanEvent(const RuleSet& rules, const Device& device, const PlanOptions& options) {
   EventPlan plan;
   plan.action = device.action;
-  // busybox: a remove event carrying FIRMWARE deleted nodes by mistake; it is ignored.
-  if (device.action == DeviceAction::kRemove && !device.firmware.empty()) return plan;
+  // First, whatever the event: a DEVNAME leaving the dev root is always said (found by
+  // mdev_conf_fuzz: a remove with FIRMWARE returned before it, silently).
   if (!IsSafeRelativePath(device.name)) {
     plan.refused.push_back(absl::StrCat("DEVNAME '", device.name, "' leaves the dev root"));
     return plan;
   }
+  // busybox: a remove event carrying FIRMWARE deleted nodes by mistake; it is ignored.
+  if (device.action == DeviceAction::kRemove && !device.firmware.empty()) return plan;
   bool no_node = false;  // a '!' rule suppresses nodes for every later rule too (busybox)
   rules.Match(device, [&](const Rule& rule, absl::string_view subject, const MatchGroups& groups) {
     ++plan.rules_matched;

@@ -350,6 +350,12 @@ TEST_F(EngineTest, RemoveWithFirmwareIsIgnoredAndAddPlansTheLoad) {
                       {{"FIRMWARE", "../../etc/shadow"}});
   EXPECT_FALSE(bad.firmware.has_value());
   EXPECT_THAT(bad.refused, ElementsAre(HasSubstr("leaves the firmware root")));
+  // An ignored remove still says when its DEVNAME leaves the dev root (mdev_conf_fuzz).
+  EventPlan outside = Run("remove", "/devices/x/tty/tty3", "/fw", std::nullopt,
+                          {{"FIRMWARE", "intel/ibt.sfi"}});
+  EXPECT_THAT(outside.refused, ElementsAre("DEVNAME '/fw' leaves the dev root"));
+  EXPECT_THAT(outside.nodes, IsEmpty());
+  EXPECT_THAT(outside.commands, IsEmpty());
 }
 
 TEST_F(EngineTest, RootDeviceGetsARootLink) {
