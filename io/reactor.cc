@@ -500,10 +500,10 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
   round_untracked_ = 0;
   const size_t reaped = Reap() - round_untracked_;
   // A round that could have waited decides the next wait; one that ran ready work without
-  // waiting only upgrades it.
-  // A round of nothing but our own bookkeeping (failed QueueUntracked SQEs; every one of them
-  // on a kernel without IOSQE_CQE_SKIP_SUCCESS, completing inline as a batching wait submits
-  // them) says nothing about the producers: it leaves the next wait as it was.
+  // waiting only upgrades it. A round of nothing but our own bookkeeping (failed
+  // QueueUntracked SQEs; on a kernel without IOSQE_CQE_SKIP_SUCCESS every one of them, which
+  // complete inline as a batching wait submits them) says nothing about the producers: it
+  // leaves the next wait as it was.
   const bool only_untracked = reaped == 0 && round_untracked_ > 0;
   if (reaped >= kBusyCompletions && !round_unbatchable_) {
     busy_ = true;
