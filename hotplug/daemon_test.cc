@@ -41,6 +41,7 @@ using ::hotring::testing::CommandResult;
 using ::hotring::testing::DaemonProcess;
 using ::hotring::testing::MakeTempDir;
 using ::hotring::testing::RunHotring;
+using ::hotring::testing::ScaledForEmulation;
 
 DaemonProcess StartDaemon(std::vector<std::string> args) {
   absl::StatusOr<DaemonProcess> daemon = DaemonProcess::Start({.args = std::move(args)});
@@ -89,6 +90,8 @@ TEST(DaemonTest, ThousandEventsInOrderRunOnceEachAndInOrderPerDevice) {
     ASSERT_TRUE(sender.SendEvent(
         TestEvent(i, absl::StrCat("/devices/test/dev", i % 20), {{"SLEEP_MS", "1"}})));
   }
+  // Only a guard against a hang (it takes about a second here): scaled in an emulated guest,
+  // where it took 189 s (DaemonProcess::Settle).
   ASSERT_TRUE(daemon.Settle(absl::Seconds(120)).ok()) << daemon.Log();
   ExpectOrderedAndComplete(recorder.Runs(), 0, 1000);
   auto status = Status(daemon);
@@ -123,10 +126,17 @@ TEST(DaemonTest, MissingFirstSeqnumHoldsEverythingUntilTheTimeout) {
   EXPECT_NE(daemon.Log().find("gave up waiting for SEQNUM 0"), std::string::npos) << daemon.Log();
 }
 
+// The timeouts are short to keep the test quick, and scaled in an emulated guest
+// (testing::ScaledForEmulation), where the one handler that does not hang took longer than
+// 0.5 s to start and was timed out too.
 TEST(DaemonTest, HangingHandlerIsTerminatedAndTheDaemonGoesOn) {
   Recorder recorder;
-  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1",
-                                      "--event-timeout", "0.5", "--kill-grace", "0.3"});
+  const auto seconds = [](double s) {
+    return absl::StrCat(absl::ToDoubleSeconds(ScaledForEmulation(absl::Seconds(s))));
+  };
+  DaemonProcess daemon =
+      StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1", "--event-timeout",
+                   seconds(0.5), "--kill-grace", seconds(0.3)});
   RawSender sender(daemon.socket());
   ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/hang", {{"HANG", "1"}})));
   ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/stubborn", {{"HANG", "stubborn"}})));

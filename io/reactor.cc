@@ -120,6 +120,7 @@ std::string Features::Describe() const {
   parts.push_back(absl::StrCat("recv_multishot=", recv_multishot));
   parts.push_back(absl::StrCat("buf_ring=", buf_ring));
   if (high_memory) parts.push_back("high_memory=1");
+  if (!cqe_skip) parts.push_back("cqe_skip=0");
   return absl::StrJoin(parts, " ");
 }
 
@@ -149,6 +150,8 @@ absl::Status Reactor::Init(const Options& options) {
     ret = io_uring_queue_init_params(options.sq_entries, &ring_, &params);
     if (ret == 0) {
       used = flags;
+      features_.cqe_skip =
+          options.use_cqe_skip && (params.features & IORING_FEAT_CQE_SKIP) != 0;
       if ((params.features & IORING_FEAT_NODROP) == 0) {
         io_uring_queue_exit(&ring_);
         return absl::FailedPreconditionError(
@@ -366,6 +369,7 @@ void Reactor::Cancel(OpId id) {
 void Reactor::QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare) {
   io_uring_sqe* sqe = GetSqe();
   prepare(sqe);
+  if (features_.cqe_skip) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   io_uring_sqe_set_data64(sqe, kUntrackedUserData);
 }
 
@@ -496,10 +500,14 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
   round_untracked_ = 0;
   const size_t reaped = Reap() - round_untracked_;
   // A round that could have waited decides the next wait; one that ran ready work without
-  // waiting only upgrades it.
+  // waiting only upgrades it. A round of nothing but our own bookkeeping (failed
+  // QueueUntracked SQEs; on a kernel without IOSQE_CQE_SKIP_SUCCESS every one of them, which
+  // complete inline as a batching wait submits them) says nothing about the producers: it
+  // leaves the next wait as it was.
+  const bool only_untracked = reaped == 0 && round_untracked_ > 0;
   if (reaped >= kBusyCompletions && !round_unbatchable_) {
     busy_ = true;
-  } else if (wait_for > 0 || round_unbatchable_) {
+  } else if ((wait_for > 0 && !only_untracked) || round_unbatchable_) {
     busy_ = false;
   }
   size_t resumed = ResumeReady();

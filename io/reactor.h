@@ -98,6 +98,7 @@ struct Features {
   // its buffers with IORING_OP_PROVIDE_BUFFERS.
   bool buf_ring = false;
   bool high_memory = false;    // a 32-bit kernel with high memory (io/high_memory.h)
+  bool cqe_skip = false;       // IOSQE_CQE_SKIP_SUCCESS (kernel 5.17)
   std::string Describe() const;
 };
 
@@ -120,6 +121,9 @@ class Reactor {
     // Register provided-buffer rings when the kernel has them and they are safe (tests turn it
     // off to cover the IORING_OP_PROVIDE_BUFFERS fallback of 32-bit high-memory kernels).
     bool use_buf_ring = true;
+    // Let QueueUntracked SQEs skip their completion on success when the kernel can (tests turn
+    // it off to cover kernels before 5.17).
+    bool use_cqe_skip = true;
     // After a busy round (at least two completions, all of operations marked batchable, see
     // Operation::set_batchable), the next wait asks the kernel for many completions but gives
     // up after this window; after any other round it waits for one completion with no
@@ -161,7 +165,10 @@ class Reactor {
   // Queues an SQE that nothing awaits and that owns no storage of its own (provided-buffer
   // bookkeeping: the buffers it names belong to a BufferRing). `prepare` fills it; it goes to
   // the kernel with the next submission, in order with every SQE queued before and after it.
-  // A failed completion is logged and counted (untracked_failures).
+  // It posts a completion only if it fails (IOSQE_CQE_SKIP_SUCCESS, where the kernel has it),
+  // which is logged and counted (untracked_failures). Were successes posted, the re-provided
+  // buffers of a burst would fill the CQ at the start of the next batching wait and end it
+  // before it waited (see RunOnce).
   void QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare);
   // Submits what is queued now.
   absl::Status Flush() { return SubmitPending(0); }

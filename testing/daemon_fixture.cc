@@ -60,6 +60,13 @@ int ExitCode(int status) {
 
 }  // namespace
 
+absl::Duration ScaledForEmulation(absl::Duration timeout) {
+  double scale = 1;
+  const char* text = std::getenv("HOTRING_TEST_TIME_SCALE");
+  if (text == nullptr || !absl::SimpleAtod(text, &scale) || !(scale >= 1)) scale = 1;
+  return timeout * scale;
+}
+
 std::string HotringBinary() {
   if (const char* bin = std::getenv("HOTRING_BIN"); bin != nullptr && *bin != '\0') return bin;
   for (const char* var : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
@@ -191,7 +198,7 @@ absl::StatusOr<DaemonProcess> DaemonProcess::Start(Options options) {
                                                         .stderr_fd = log.get(),
                                                         .netlink_fd = options.netlink_fd}));
   DaemonProcess daemon(std::move(child), options.socket, options.log_path);
-  const absl::Status ready = daemon.child_.WaitReady(absl::Seconds(20));
+  const absl::Status ready = daemon.child_.WaitReady(ScaledForEmulation(absl::Seconds(20)));
   if (ready.ok()) return daemon;
   return absl::Status(ready.code(), absl::StrCat(ready.message(), ": ", daemon.Log()));
 }
@@ -221,6 +228,7 @@ absl::StatusOr<std::map<std::string, uint64_t>> DaemonProcess::Status() const {
 }
 
 absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
+  timeout = ScaledForEmulation(timeout);
   HOTRING_ASSIGN_OR_RETURN(
       const CommandResult r,
       RunHotring({"settle", "--socket", socket_, "--timeout",
@@ -233,7 +241,7 @@ absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
 absl::Status DaemonProcess::Stop(absl::Duration timeout) {
   if (!child_.running()) return absl::FailedPreconditionError("daemon not running");
   ::kill(child_.pid(), SIGTERM);
-  const std::optional<int> status = child_.WaitExit(timeout);
+  const std::optional<int> status = child_.WaitExit(ScaledForEmulation(timeout));
   if (!status.has_value()) {
     Kill();
     return absl::DeadlineExceededError("daemon did not stop after SIGTERM");

@@ -24,6 +24,13 @@ namespace hotring::testing {
 // The hotring binary: $HOTRING_BIN, else the runfiles copy of //:hotring.
 std::string HotringBinary();
 
+// `timeout` times $HOTRING_TEST_TIME_SCALE (a number >= 1; unset or invalid: 1). For deadlines
+// that only keep a broken daemon from hanging a test (settle, readiness, stop), and for daemon
+// timeouts a test sets short to run quickly, never for a bound a test asserts as behaviour.
+// testing/arm/run_arm_tests.sh sets it in its emulated guests (TCG on a shared host runs a
+// guest at a small fraction of one host CPU); elsewhere it is 1.
+absl::Duration ScaledForEmulation(absl::Duration timeout);
+
 // A fresh temporary directory (removed by the caller, or left for post-mortem in /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix = "hotring_test");
 
@@ -106,9 +113,9 @@ class DaemonProcess {
 
   // `hotring control status` as counters.
   absl::StatusOr<std::map<std::string, uint64_t>> Status() const;
-  // `hotring settle --timeout`.
+  // `hotring settle --timeout` (scaled: ScaledForEmulation).
   absl::Status Settle(absl::Duration timeout = absl::Seconds(30)) const;
-  // SIGTERM and wait (up to `timeout`) for a clean exit; the exit code must be 0.
+  // SIGTERM and wait (up to `timeout`, scaled) for a clean exit; the exit code must be 0.
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
   // SIGKILL and reap.
   void Kill();

@@ -6,12 +6,16 @@
 # and reads the results from the serial console.
 #
 #   run_arm_tests.sh [--arch aarch64|armhf] [--smp N] [--timeout S] [--keep DIR]
-#                    [--bench | --boot] [TARGET...]
+#                    [--time-scale N] [--bench | --boot] [TARGET...]
 #
 # TARGETs are Bazel labels or patterns (default: every cc_test of //core/... //io/...
 # //hotplug/...), minus SKIPPED below. --timeout bounds the whole boot (default 3600 s).
-# --keep DIR keeps the console log there. --bench runs no tests but `hotring bench reactor`
-# and `bench events` in the guest (sizes cut for TCG), their output prefixed by BENCH.
+# --keep DIR keeps the console log there. --time-scale N (default 10) is the guest's
+# HOTRING_TEST_TIME_SCALE: the tests' deadlines that only guard against a hang (settle,
+# readiness, stop) and the daemon timeouts a test sets short to run quickly are N times longer
+# (testing::ScaledForEmulation); the bounds a test asserts as behaviour are not scaled.
+# --bench runs no tests but `hotring bench reactor` and `bench events` in the guest (sizes cut
+# for TCG), their output prefixed by BENCH.
 # --boot (aarch64 only) runs no tests either but the boot test (testing/initramfs/boot_test.sh)
 # with the board's hotring as the initramfs's /init, on qemu-system-aarch64's virt machine.
 # Prints the guest's `TEST path PASS|FAIL` lines and a failed test's output, then one closing
@@ -25,13 +29,14 @@
 # qemu.
 set -u
 cd "$(dirname "$0")/../.."
-arch=aarch64 smp=1 timeout=3600 keep="" bench="" boot=""
+arch=aarch64 smp=1 timeout=3600 keep="" bench="" boot="" time_scale=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --time-scale) time_scale=$2; shift 2 ;;
     --bench) bench=1; shift ;;
     --boot) boot=1; shift ;;
     --) shift; break ;;
@@ -155,7 +160,7 @@ status=0
 timeout --kill-after=5 "$timeout" $qemu -accel tcg -m "${mem}M" -smp "$smp" \
   -display none -monitor none -serial "file:$log" -no-reboot -nic none \
   -kernel "$kernel" -initrd "$work/initrd.cpio" \
-  -append "console=ttyAMA0 quiet panic=-1 rdinit=/init" \
+  -append "console=ttyAMA0 quiet panic=-1 rdinit=/init hotring_test_time_scale=$time_scale" \
   </dev/null >/dev/null 2>"$log.qemu" || status=$?
 tr -d '\r' <"$log" | grep -E '^(RUNNER|TEST|\| |SUMMARY)'
 summary=$(tr -d '\r' <"$log" | grep '^SUMMARY' | tail -n 1)
