@@ -3,6 +3,7 @@
 #ifndef HOTRING_HOTPLUG_BOOT_BOOT_CMDLINE_H_
 #define HOTRING_HOTPLUG_BOOT_BOOT_CMDLINE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,10 @@ struct BootCmdline {
   // handlers and database want every device's event).
   bool coldplug_needed = true;
   // Open the kernel uevent socket in /init and hand it to the daemon (--netlink-fd), so that
-  // coldplug writes the devices waiting for a driver while the daemon starts.
-  // hotring.early_coldplug=0: wait for the daemon's readiness first.
-  bool early_coldplug = true;
+  // coldplug writes the devices waiting for a driver while the daemon starts. Unset: when more
+  // than one CPU is online (on one there is nothing for the two to overlap, and in five paired
+  // one-vCPU boots it settled 8-65 ms later). hotring.early_coldplug=0/1 decides.
+  std::optional<bool> early_coldplug;
   std::vector<std::string> stat_nodes;  // hotring.stat=/dev/a,/dev/b: nodes the report stats
   absl::Duration settle_timeout = absl::Seconds(120);  // hotring.settle_timeout=S
   // hotring.settle_for=KEY=VALUE (repeatable): after the coldplug settled, also wait for such

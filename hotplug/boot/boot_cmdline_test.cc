@@ -86,9 +86,10 @@ TEST(BootCmdlineTest, ColdplugOfSubsystemObjectsOnlyWhenAsked) {
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=0").coldplug_needed);
   EXPECT_TRUE(ParseBootCmdline("hotring.coldplug_needed").coldplug_needed);
   EXPECT_FALSE(ParseBootCmdline("hotring.coldplug_needed=no").coldplug_needed);
-  EXPECT_TRUE(ParseBootCmdline("quiet").early_coldplug);
-  EXPECT_FALSE(ParseBootCmdline("hotring.early_coldplug=0").early_coldplug);
-  EXPECT_TRUE(ParseBootCmdline("hotring.early_coldplug").early_coldplug);
+  EXPECT_EQ(ParseBootCmdline("quiet").early_coldplug, std::nullopt);
+  EXPECT_EQ(ParseBootCmdline("hotring.early_coldplug=0").early_coldplug, false);
+  EXPECT_EQ(ParseBootCmdline("hotring.early_coldplug").early_coldplug, true);
+  EXPECT_EQ(ParseBootCmdline("hotring.early_coldplug=1").early_coldplug, true);
 }
 
 TEST(RootSpecTest, DeviceNodeLabelAndUuid) {

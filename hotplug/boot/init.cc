@@ -440,7 +440,10 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   // stdio stays ours (the console); the daemon logs to /dev/kmsg.
   std::vector<std::string> daemon_args = DaemonArgs();
   std::optional<EarlySocket> early;
-  if (cmdline.early_coldplug && !DaemonOpensItsOwnSocket(daemon_args)) early = OpenEarlySocket();
+  const bool several_cpus = ::sysconf(_SC_NPROCESSORS_ONLN) > 1;
+  if (cmdline.early_coldplug.value_or(several_cpus) && !DaemonOpensItsOwnSocket(daemon_args)) {
+    early = OpenEarlySocket();
+  }
   const bool early_socket = early.has_value();
   if (early_socket) {
     daemon_args.push_back("--expect-seqnum");
@@ -487,9 +490,10 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   env.out = quiet != nullptr ? quiet : stdout;
   env.progress = false;
   // With the early socket, the devices waiting for a driver are written while the daemon
-  // starts (their uevents wait in the socket). On one CPU the rest of the walk would only take
-  // the daemon's start-up CPU: it waits for it there; with more, they run side by side.
-  if (early_socket && ::sysconf(_SC_NPROCESSORS_ONLN) <= 1) env.after_drivers_first = wait_ready;
+  // starts (their uevents wait in the socket). On one CPU (hotring.early_coldplug=1) the rest
+  // of the walk would only take the daemon's start-up CPU: it waits for it there; with more,
+  // they run side by side.
+  if (early_socket && !several_cpus) env.after_drivers_first = wait_ready;
   absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
   if (quiet != nullptr) std::fclose(quiet);
   if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
@@ -566,7 +570,7 @@ int InitCommand(const std::vector<std::string>& args) {
         "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
         "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed=0\n"
-        "  hotring.early_coldplug=0 hotring.modules_serial\n",
+        "  hotring.early_coldplug=0|1 hotring.modules_serial\n",
         stdout);
     return 0;
   }

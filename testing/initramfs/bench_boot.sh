@@ -38,7 +38,9 @@
 #                    device (by default only the devices mdev.conf acts on, that wait for a
 #                    driver, that have a node or are a network interface, and their parents)
 #   hotring-late     hotring's image booted with hotring.early_coldplug=0 (/init waits for
-#                    the daemon's readiness before coldplug's first write)
+#                    the daemon's readiness before coldplug's first write; the default with
+#                    one CPU)
+#   hotring-early    the same with hotring.early_coldplug=1 (the default with more CPUs)
 #   hotring-nohid    hotring's image settled on coldplug alone, like kernel-serial: the
 #                    keyboard's HID device may come (and its drivers load) after settled
 # All but udev carry the same modules (mkimage.sh's default set).
@@ -159,7 +161,7 @@ fi
 # image with another command line).
 image_file() {
   case "$1" in
-    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full|hotring-late) echo "$work/hotring.img" ;;
+    hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full|hotring-late|hotring-early) echo "$work/hotring.img" ;;
     *) echo "$work/$1.img" ;;
   esac
 }
@@ -169,7 +171,7 @@ build() {
   echo "bench_boot: building $1" >&2
   case "$1" in
     # shellcheck disable=SC2086
-    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full|hotring-late)
+    hotring|hotring-serial|hotring-walk|hotring-all|hotring-4t|hotring-16t|hotring-fifo|hotring-nohid|hotring-full|hotring-late|hotring-early)
       sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" $hotring_args ;;
     # shellcheck disable=SC2086
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
@@ -219,6 +221,7 @@ for run in $(seq 1 "$runs"); do
         hotring-16t) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.modules_threads=16" ;;
         hotring-fifo) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.controllers_first=0" ;;
         hotring-late) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.early_coldplug=0" ;;
+        hotring-early) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.early_coldplug=1" ;;
         hotring-nohid) ;;
         hotring-full) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed=0" ;;
       esac
@@ -258,6 +261,7 @@ for smp in $smps; do
     [ "$i" = hotring-nohid ] && label="$hotring_label, no HID wait"
     [ "$i" = hotring-full ] && label="$hotring_label coldplug_needed=0"
     [ "$i" = hotring-late ] && label="$hotring_label early_coldplug=0"
+    [ "$i" = hotring-early ] && label="$hotring_label early_coldplug=1"
     k=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $4}' "$results" | median)
     t=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $5}' "$results" | median)
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
