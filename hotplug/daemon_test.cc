@@ -361,7 +361,9 @@ TEST(DaemonTest, RetransmittedDuplicateIsHandledOnceAndAckedTwice) {
     EXPECT_EQ(sent->exit_code, 0) << sent->err;
   }
   EXPECT_EQ(recorder.Runs().size(), 1u);
-  EXPECT_EQ(Status(daemon)["dropped_duplicate"], 1u);
+  // The second send is a duplicate; on a slow machine (a sanitizer build under load) `send
+  // --wait` may also have retransmitted before its ack came, and each copy is one more.
+  EXPECT_GE(Status(daemon)["dropped_duplicate"], 1u);
 }
 
 TEST(DaemonTest, FailedHandlerMakesSendWaitFail) {
