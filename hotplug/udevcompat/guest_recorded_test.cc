@@ -31,7 +31,6 @@ using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 using testing::FakeSysfs;
-using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr char kXhci[] = "/devices/pci0000:00/0000:00:05.0";
 

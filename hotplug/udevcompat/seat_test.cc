@@ -22,7 +22,6 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 using testing::FakeSysfs;
-using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr char kGpu[] = "/devices/pci0000:00/0000:00:02.0";
 

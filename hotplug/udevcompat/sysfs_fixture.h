@@ -14,10 +14,12 @@
 
 namespace hotring::hotplug::udevcompat {
 
+// A device's uevent variables or sysfs attributes, in order: what Add takes and what the tests
+// write their devices with.
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
 class SysfsFixture : public ::testing::Test {
  protected:
-  using Attrs = std::vector<std::pair<std::string, std::string>>;
-
   // `kind`: what Add makes when it is not told (a bus device, or a class device).
   explicit SysfsFixture(testing::FakeSysfs::Kind kind = testing::FakeSysfs::Kind::kBus)
       : default_kind_(kind) {}
