@@ -67,7 +67,7 @@ class DaemonTinyRingTest : public ::testing::Test {
       if (!sent.ok()) break;
     }
     EXPECT_EQ(::kill(daemon->pid(), SIGCONT), 0);
-    const absl::Status settled = daemon->Settle(absl::Seconds(300));
+    const absl::Status settled = daemon->SettleWhileProgressing();
     EXPECT_TRUE(settled.ok()) << settled << daemon->Log();
     return std::move(*daemon);
   }

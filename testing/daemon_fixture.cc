@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -236,6 +238,37 @@ absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
                  {}, timeout + absl::Seconds(10)));
   if (r.exit_code != 0) return absl::DeadlineExceededError(absl::StrCat("settle: ", r.err));
   return absl::OkStatus();
+}
+
+absl::Status DaemonProcess::SettleWhileProgressing(absl::Duration stall) const {
+  // The counters that move only when an event does (not uptime_ms, not monitors).
+  static constexpr const char* kProgress[] = {"received", "handled",  "failed",
+                                              "timed_out", "killed", "reorder_timeouts"};
+  const absl::Duration round = std::min(stall, absl::Seconds(10));
+  std::vector<uint64_t> last;
+  absl::Time last_move = absl::Now();
+  for (;;) {
+    const absl::Status settled = Settle(round);
+    if (settled.ok() || !absl::IsDeadlineExceeded(settled)) return settled;
+    HOTRING_ASSIGN_OR_RETURN(const auto counters, Status());
+    std::vector<uint64_t> now;
+    std::string listed;
+    for (const char* key : kProgress) {
+      const auto it = counters.find(key);
+      now.push_back(it == counters.end() ? 0 : it->second);
+      absl::StrAppend(&listed, " ", key, "=", now.back());
+    }
+    if (now != last) {
+      last = std::move(now);
+      last_move = absl::Now();
+      continue;
+    }
+    if (absl::Now() - last_move >= ScaledForEmulation(stall)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no progress for ", absl::FormatDuration(absl::Now() - last_move), ";", listed, "; ",
+          settled.message()));
+    }
+  }
 }
 
 absl::Status DaemonProcess::Stop(absl::Duration timeout) {

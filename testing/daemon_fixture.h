@@ -115,6 +115,12 @@ class DaemonProcess {
   absl::StatusOr<std::map<std::string, uint64_t>> Status() const;
   // `hotring settle --timeout` (scaled: ScaledForEmulation).
   absl::Status Settle(absl::Duration timeout = absl::Seconds(30)) const;
+  // Settles in rounds for as long as the daemon makes progress (events received, handled,
+  // failed, timed out or released by the reorder timeout): an error only once nothing has moved
+  // for `stall` (scaled), with what settle said was pending and the counters. For tests that
+  // push many events through many handler processes, whose run time follows the machine's
+  // process creation (20-40x slower on a loaded machine than on a quiet one).
+  absl::Status SettleWhileProgressing(absl::Duration stall = absl::Seconds(60)) const;
   // SIGTERM and wait (up to `timeout`, scaled) for a clean exit; the exit code must be 0.
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
   // SIGKILL and reap.
