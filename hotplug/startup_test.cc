@@ -2,9 +2,11 @@
 // must be answered as soon as the daemon serves, not a retransmit period later (a send that
 // found no socket bound used to wait 1 s for a reply that could not come).
 //
-// The bound (100 ms) is on what the client adds after the daemon said it serves: how long the
-// daemon itself takes to start depends on the machine's load (on a shared 2-CPU machine at a
-// load average of 10 it took up to 100 ms; idle, a few ms: `hotring bench startup`).
+// The bound is on what the client adds after the daemon said it serves, and it is half the
+// retransmit period (500 ms): the stall was a whole period, while the client's backoff is at
+// most 50 ms. How long either side takes to run depends on the machine's load (idle, a few ms:
+// `hotring bench startup`; up to 122 ms in an emulated guest on a loaded host, and process
+// creation was 10-40x slower than here in one CI run), so the figure itself is the benchmark's.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -60,7 +62,7 @@ struct Start {
   absl::Duration answered;  // launch -> the client exited with its answer
 };
 
-TEST(StartupTest, AClientStartedWithTheDaemonIsAnsweredWithin100MsOfItsReadiness) {
+TEST(StartupTest, AClientStartedWithTheDaemonIsAnsweredWithinHalfARetransmitPeriodOfItsReadiness) {
   const std::string binary = testing::HotringBinary();
   constexpr int kStarts = 200;
   std::vector<Start> starts;
@@ -116,7 +118,7 @@ TEST(StartupTest, AClientStartedWithTheDaemonIsAnsweredWithin100MsOfItsReadiness
                << " starts answered";
 #endif
   for (int i = 0; i < kStarts; ++i) {
-    EXPECT_LE(starts[i].answered - starts[i].ready, absl::Milliseconds(100))
+    EXPECT_LE(starts[i].answered - starts[i].ready, absl::Milliseconds(500))
         << "start " << i << ": answered " << ms(starts[i].answered)
         << " ms after the launch, the daemon ready after " << ms(starts[i].ready) << " ms";
   }
