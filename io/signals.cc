@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/algorithm/container.h"
 #include "core/status.h"
 #include "io/ops.h"
 
@@ -28,13 +29,19 @@ Task<absl::StatusOr<int>> SignalFd::Next(Reactor& reactor) {
   // signalfd's poll, io_uring completes the read in a worker thread blocked in the signalfd,
   // and a stop of the process (SIGSTOP/SIGCONT, a debugger attaching, a freezer) interrupts it
   // (EINTR); Linux 6.1 instead cancels the worker's read when such a signal arrives
-  // (ECANCELED; nothing here cancels this read: a dropped task never sees its result). Read
+  // (ECANCELED; nothing here cancels this read: a dropped task never sees its result), and
+  // 6.1 on arm64 was seen to pass the worker's own restart code up, ERESTARTSYS (512), which
+  // never reaches a program through a system call (other io_uring users retry it too). Read
   // again, a bounded number of times in a row, so a kernel that fails every read at once
   // cannot make this spin.
   constexpr int kMaxRetries = 1000;
+  // The kernel's restart codes (linux/errno.h): ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND,
+  // ERESTART_RESTARTBLOCK.
+  constexpr int kRestartCodes[] = {512, 513, 514, 516};
   for (int retries = 0; retries < kMaxRetries && !result.bytes.ok(); ++retries) {
     const int err = StatusErrno(result.bytes.status());
-    if (err != EINTR && err != ECANCELED) break;
+    const bool restart = absl::c_linear_search(kRestartCodes, err);
+    if (err != EINTR && err != ECANCELED && !restart) break;
     result = co_await Read(reactor, fd_.get(), Buffer(sizeof(signalfd_siginfo)));
   }
   if (!result.bytes.ok()) co_return result.bytes.status();
