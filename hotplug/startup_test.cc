@@ -5,8 +5,8 @@
 // The bound is on what the client adds after the daemon said it serves, and it is half the
 // retransmit period (500 ms): the stall was a whole period, while the client's backoff is at
 // most 50 ms. How long either side takes to run depends on the machine's load (idle, a few ms:
-// `hotring bench startup`; up to 122 ms in an emulated guest on a loaded host, and process
-// creation was 10-40x slower than here in one CI run), so the figure itself is the benchmark's.
+// `hotring bench startup`; up to 122 ms in an emulated guest on a loaded host), so the figure
+// itself is the benchmark's.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
