@@ -114,8 +114,9 @@ bool Exists(const std::string& path) {
 
 // --drivers-first: the devices under bus/*/devices/ with a `modalias` and no `driver` link,
 // as DEVPATHs (symlinks resolved, relative to the resolved root), fewest path components
-// first. A light pass (directory entries, two lstat calls per device, realpath only for the
-// few it keeps), so the first write does not wait for the whole walk of every object.
+// first. A light pass (directory entries, one lstat per device, the modalias file read only
+// for those without a driver, realpath only for the few it keeps), so the first write does not
+// wait for the whole walk of every object.
 struct Unbound {
   std::string devpath;
   std::string uevent;  // the file to write
@@ -130,13 +131,16 @@ std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
     const std::string devices = absl::StrCat(sysfs_root, "/bus/", bus, "/devices");
     for (const std::string& name : ListNames(devices)) {
       const std::string dir = absl::StrCat(devices, "/", name);
-      if (!Exists(dir + "/modalias") || Exists(dir + "/driver")) continue;
+      if (Exists(dir + "/driver")) continue;
+      // Opened once: no file, no candidate; its text says whether it is a bus controller.
+      std::ifstream in(dir + "/modalias");
+      if (!in) continue;
+      std::string modalias;
+      std::getline(in, modalias);
       char real[PATH_MAX];
       if (::realpath(dir.c_str(), real) == nullptr) continue;
       absl::string_view devpath(real);
       if (!absl::ConsumePrefix(&devpath, root) || !absl::StartsWith(devpath, "/")) continue;
-      std::string modalias;
-      if (std::ifstream in(dir + "/modalias"); in) std::getline(in, modalias);
       found.push_back(Unbound{std::string(devpath), dir + "/uevent",
                               modules::IsEnumeratingBusController(modalias)});
     }
