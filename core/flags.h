@@ -1,10 +1,16 @@
-// FlagReader: walks a subcommand's `--name value`, `--name=value`, `--flag` and positional
-// arguments. Every parse error is InvalidArgument naming the command and the flag; the CLI
-// turns it into exit code 2.
+// Command-line flags, declared once in a table: each flag's names, the value it takes, where the
+// value goes and its help line. The same table parses the arguments and prints `--help`, so a
+// command's usage text cannot drift from what it accepts. Every parse error is InvalidArgument
+// naming the command and the argument; the command turns it into exit code 2.
+//
+// Syntax (GNU getopt_long's, which udevadm, kmod and busybox users expect): `--name value`,
+// `--name=value`, `-n value`, `-nvalue`, combined short switches (`-sf`), `--` ends the flags.
 #ifndef HOTRING_CORE_FLAGS_H_
 #define HOTRING_CORE_FLAGS_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +22,121 @@
 
 namespace hotring {
 
+// What Parse found: run the command, or --help was asked for (the usage text was printed).
+enum class FlagsParsed { kRun, kHelpShown };
+
+// The integer type an Int flag stores: T itself, or T of an optional<T>.
+template <typename T>
+struct IntTarget {
+  using type = T;
+};
+template <typename T>
+struct IntTarget<std::optional<T>> {
+  using type = T;
+};
+
+// Owns the table of one command's flags; borrows the destinations, which must outlive Parse.
+class FlagSet {
+ public:
+  // `command`: the name errors start with ("daemon", "bench uds"). `synopsis`: the usage
+  // text's first line(s) ("usage: hotring daemon [options]").
+  FlagSet(absl::string_view command, absl::string_view synopsis);
+  FlagSet(const FlagSet&) = delete;
+  FlagSet& operator=(const FlagSet&) = delete;
+
+  // `names`: "--long", or "--long|-l|--alias"; the first is the canonical one (errors, help).
+  // `value_name`: how help shows the value ("PATH"). `help`: one line, wrapped when printed.
+
+  // A switch: sets *dest to true.
+  FlagSet& Bool(absl::string_view names, bool* dest, absl::string_view help);
+  // A switch that runs `action` each time it is given (counting -v, setting several fields).
+  FlagSet& Switch(absl::string_view names, absl::string_view help,
+                  std::function<absl::Status()> action);
+  FlagSet& String(absl::string_view names, absl::string_view value_name, std::string* dest,
+                  absl::string_view help);
+  // A string that must not be empty.
+  FlagSet& NonEmpty(absl::string_view names, absl::string_view value_name, std::string* dest,
+                    absl::string_view help);
+  // Each time given, the value is appended.
+  FlagSet& Strings(absl::string_view names, absl::string_view value_name,
+                   std::vector<std::string>* dest, absl::string_view help);
+  // An integer within [min, max], stored in any integer type (or an optional of one).
+  template <typename T>
+  FlagSet& Int(absl::string_view names, absl::string_view value_name, T* dest, int64_t min,
+               int64_t max, absl::string_view help) {
+    return Value(names, value_name, help, [this, dest, min, max](absl::string_view v) {
+      absl::StatusOr<int64_t> n = ParseInt(v, min, max);
+      if (!n.ok()) return n.status();
+      *dest = static_cast<typename IntTarget<T>::type>(*n);
+      return absl::OkStatus();
+    });
+  }
+  FlagSet& Double(absl::string_view names, absl::string_view value_name, double* dest,
+                  absl::string_view help);
+  // A duration in seconds (fractions allowed, not negative): "5", "0.25".
+  FlagSet& Seconds(absl::string_view names, absl::string_view value_name, absl::Duration* dest,
+                   absl::string_view help);
+  // Any value, checked and stored by `parse` (whose error message is prefixed with the flag).
+  FlagSet& Value(absl::string_view names, absl::string_view value_name, absl::string_view help,
+                 std::function<absl::Status(absl::string_view)> parse);
+  // A flag whose value is optional and only given inline: "--wait" or "--wait=10". `parse` gets
+  // nullopt for the bare flag.
+  FlagSet& OptionalValue(absl::string_view names, absl::string_view value_name,
+                         absl::string_view help,
+                         std::function<absl::Status(std::optional<absl::string_view>)> parse);
+  // Positional arguments (and everything after "--"), in order. Without this, any is an error.
+  FlagSet& Positionals(std::vector<std::string>* dest);
+  // The flag declared last is accepted but not listed by --help (test-only knobs).
+  FlagSet& Hidden();
+  // A line of its own in the help, after the flags declared so far ("" for an empty line).
+  FlagSet& Text(absl::string_view line);
+
+  // Parses `args` (the command's, without its name). "--help"/"-h" (unless declared otherwise)
+  // prints the usage to `help_out` and returns kHelpShown.
+  [[nodiscard]] absl::StatusOr<FlagsParsed> Parse(const std::vector<std::string>& args,
+                                                  std::FILE* help_out = stdout) const;
+  // The usage text: the synopsis, then one line per flag (names, value, help) and the texts.
+  [[nodiscard]] std::string Usage() const;
+
+  // InvalidArgument "<command>: <message>".
+  [[nodiscard]] absl::Status Error(absl::string_view message) const;
+
+  // The integer parser behind Int, for values checked elsewhere.
+  [[nodiscard]] static absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min,
+                                                        int64_t max);
+  [[nodiscard]] static absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view text);
+
+ private:
+  enum class Takes { kNothing, kValue, kOptionalInline };
+  struct Flag {
+    std::vector<std::string> names;
+    std::string value_name;
+    std::string help;
+    Takes takes = Takes::kNothing;
+    bool hidden = false;
+    std::function<absl::Status()> on_switch;
+    std::function<absl::Status(absl::string_view)> on_value;
+    std::function<absl::Status(std::optional<absl::string_view>)> on_optional;
+  };
+  // A row of the help: a flag (its index) or a line of text.
+  struct Row {
+    std::optional<size_t> flag;
+    std::string text;
+  };
+
+  FlagSet& Add(Flag flag);
+  [[nodiscard]] const Flag* Find(absl::string_view name) const;
+  [[nodiscard]] absl::Status Apply(const Flag& flag, absl::string_view name,
+                                   std::optional<absl::string_view> value) const;
+
+  std::string command_;
+  std::string synopsis_;
+  std::vector<Flag> flags_;
+  std::vector<Row> rows_;
+  std::vector<std::string>* positionals_ = nullptr;
+};
+
+// The argument walker the commands used before FlagSet; goes once none does.
 // Borrows the argument list for the duration of the parse; owns the current flag's name.
 class FlagReader {
  public:
