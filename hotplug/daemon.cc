@@ -22,9 +22,9 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/event_parser.h"
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 #include "hotplug/sysfs.h"
-#include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/probe/partition_table.h"
 #include "io/netlink.h"
 #include "io/socket.h"
 
@@ -1108,12 +1108,12 @@ void Daemon::Probe(HandledDevice& device) {
   const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.properties.devname());
   // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= or
   // PARTUUID=/PARTLABEL= settle, once per handled block device.
-  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(path);
+  absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystemAt(path);
   device.fs.reset();
   if (!fs.ok()) {
     ProbeFailed(path, device, fs.status());
   } else if (fs->has_value()) {
-    device.fs = std::make_unique<FsIdentity>(**std::move(fs));
+    device.fs = std::make_unique<probe::FsIdentity>(**std::move(fs));
     LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
             device.fs->uuid);
   }
@@ -1147,14 +1147,14 @@ void Daemon::ProbePartition(HandledDevice& device) {
       !(in >> sector_size) || (sector_size != 512 && sector_size != 4096)) {
     sector_size = 512;
   }
-  absl::StatusOr<std::optional<udevcompat::PartitionTable>> table =
-      udevcompat::ProbePartitionTableAt(path, sector_size);
+  absl::StatusOr<std::optional<probe::PartitionTable>> table =
+      probe::ProbePartitionTableAt(path, sector_size);
   if (!table.ok()) {
     ProbeFailed(path, device, table.status());
     return;
   }
   if (!table->has_value()) return;
-  for (const udevcompat::PartitionEntry& entry : (*table)->entries) {
+  for (const probe::PartitionEntry& entry : (*table)->entries) {
     if (entry.number != partn) continue;
     device.partition = std::make_unique<PartitionIdentity>(PartitionIdentity{entry.uuid, entry.name});
     LogInfo("probe %s: partition %d PARTUUID=%s PARTLABEL=%s", path, partn, entry.uuid,

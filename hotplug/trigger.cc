@@ -29,7 +29,7 @@
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 #include "hotplug/trigger_needed.h"
 
 namespace hotring::hotplug {
@@ -364,7 +364,7 @@ struct NeededContext {
 // before anything is written.
 absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options) {
   NeededContext context;
-  absl::StatusOr<rules::UserDb> users = rules::UserDb::Load("/");
+  absl::StatusOr<devroot::UserDb> users = devroot::UserDb::Load("/");
   if (!users.ok()) return users.status();
   absl::StatusOr<rules::RuleSet> rules = rules::LoadRules({.file = options.config}, *users);
   if (!rules.ok()) return rules.status();

@@ -30,7 +30,7 @@
 #include "hotplug/rules/mdev_seq.h"
 #include "hotplug/rules/rule_set.h"
 #include "hotplug/rules/rules_handler.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 extern char** environ;
 
