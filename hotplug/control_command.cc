@@ -17,7 +17,7 @@
 #include "hotplug/client.h"
 #include "hotplug/commands.h"
 #include "hotplug/event_parser.h"
-#include "hotplug/handled_devices.h"
+#include "hotplug/daemon/handled_devices.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"

@@ -22,7 +22,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/daemon.h"
+#include "hotplug/daemon/daemon.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/firmware.h"

@@ -2,8 +2,8 @@
 // devices it has handled (by DEVPATH, with their properties), so a settle that comes after the
 // device was handled still returns at once. Pure logic: no fds, no clock; filesystem identities
 // come from the caller (fs_probe.h).
-#ifndef HOTRING_HOTPLUG_HANDLED_DEVICES_H_
-#define HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+#ifndef HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
+#define HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -149,4 +149,4 @@ class SettleWaiter {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+#endif  // HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
