@@ -16,17 +16,13 @@
 #include "core/status.h"
 #include "hotplug/daemon/pending.h"
 #include "hotplug/event_parser.h"
-#include "hotplug/sysfs.h"
 #include "io/netlink.h"
 #include "io/ops.h"
 
 namespace hotring::hotplug {
 namespace {
 
-constexpr uint16_t kNetlinkRingGroup = 2;
 constexpr size_t kMaxRememberedCookies = 4096;
-// Lets an overrun storm pass before the sysfs walk, so one storm costs one resync.
-constexpr absl::Duration kResyncDelay = absl::Milliseconds(100);
 
 size_t DefaultChildrenMax() {
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -86,7 +82,7 @@ Daemon::~Daemon() {
   workers_.CancelAll();
   services_.CancelAll();
   control_.reset();
-  netlink_receiver_.reset();
+  netlink_.reset();
   // The handler's own tasks (module loads) await on the reactor: they go before it does.
   handler_.reset();
 }
@@ -120,7 +116,17 @@ absl::Status Daemon::Init() {
   // The control socket first: its bind is the lock against a second daemon.
   HOTRING_ASSIGN_OR_RETURN(control_, ControlServer::Bind(*reactor_, options_.socket, *this,
                                                          *settling_, timeline_));
-  if (options_.netlink) HOTRING_RETURN_IF_ERROR(OpenNetlink());
+  if (options_.netlink) {
+    HOTRING_ASSIGN_OR_RETURN(
+        netlink_, NetlinkSource::Open(*reactor_,
+                                      NetlinkSource::Options{
+                                          .receive_buffer = options_.netlink_rcvbuf,
+                                          .inherited = std::move(options_.netlink_fd),
+                                          .trust_userspace = options_.netlink_trust_userspace,
+                                          .sysfs_root = options_.sysfs_root},
+                                      *this, services_));
+    settling_->SetNetlinkFd(netlink_->fd());
+  }
   // Inherited but not used (--no-netlink): not kept open for nothing.
   options_.netlink_fd.Reset();
   if (options_.rebroadcast_group != 0) {
@@ -141,45 +147,12 @@ absl::Status Daemon::Init() {
   return absl::OkStatus();
 }
 
-absl::Status Daemon::OpenNetlink() {
-  io::UeventListenerOptions listen;
-  listen.receive_buffer = options_.netlink_rcvbuf;
-  const bool inherited = options_.netlink_fd.valid();
-  absl::StatusOr<io::UeventListener> listener =
-      inherited ? io::AdoptUeventListener(std::move(options_.netlink_fd))
-                : io::OpenUeventListener(listen);
-  if (!listener.ok()) {
-    return absl::Status(listener.status().code(),
-                        absl::StrCat("kernel uevent socket: ", listener.status().message(),
-                                     " (use --no-netlink to run without kernel events)"));
-  }
-  LogInfo("netlink: listening on group 1, receive buffer %d bytes%s%s", listener->receive_buffer,
-          listener->receive_buffer_forced ? " (forced)" : "", inherited ? " (inherited)" : "");
-  netlink_fd_ = std::move(listener->fd);
-  netlink_inherited_ = inherited;
-  settling_->SetNetlinkFd(netlink_fd_.get());
-  // The ring covers what the kernel fills during one wait (the daemon hands every buffer back
-  // before it waits again): 32 buffers, one multishot pass. Each is a page a burst keeps
-  // resident (4 KiB, sized for the largest uevent the kernel sends), and 64 of them put a
-  // 100,000-uevent burst above a small board's 4 MiB; a burst that drains a full socket
-  // re-arms the receive once per 32 uevents. Bigger rings also cost CPU: the kernel takes
-  // buffers in ring order, so each copy lands in memory not touched since the last lap (1024 x
-  // 4 KiB instead of 128 x 4 KiB cost about 10% more daemon CPU per event in a netlink burst).
-  HOTRING_ASSIGN_OR_RETURN(netlink_ring_,
-                           io::BufferRing::Create(*reactor_, kNetlinkRingGroup, 32, 4096));
-  if (options_.netlink_trust_userspace) {
-    LogWarning("--netlink-trust-userspace: accepting uevents from ANY sender on the netlink "
-               "socket; for tests in a private network namespace only");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Daemon::Run() { return reactor_->BlockOn(Main()); }
 
 Task<absl::Status> Daemon::Main() {
   started_at_ = MonoNow();
   services_.Spawn(control_->Serve());
-  if (netlink_fd_.valid()) services_.Spawn(ReceiveNetlink());
+  if (netlink_ != nullptr) services_.Spawn(netlink_->Receive());
   services_.Spawn(ReorderTimer());
   services_.Spawn(TrimWhenIdle());
   TaskScope signal_scope;
@@ -187,9 +160,9 @@ Task<absl::Status> Daemon::Main() {
   LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
             options_.socket, handler_->Name(), scheduler_.children_max(),
             absl::FormatDuration(options_.reorder_timeout),
-            !netlink_fd_.valid() ? ""
-            : netlink_inherited_ ? ", kernel uevents on (inherited socket)"
-                                 : ", kernel uevents on");
+            netlink_ == nullptr     ? ""
+            : netlink_->inherited() ? ", kernel uevents on (inherited socket)"
+                                    : ", kernel uevents on");
   if (options_.on_ready) options_.on_ready();
   while (!stopping_) co_await stop_.Wait();
   // No more input; finish everything already accepted, held events included.
@@ -254,10 +227,6 @@ Task<void> Daemon::WatchSignals() {
   }
 }
 
-void Daemon::Drop(DropReason reason, absl::string_view detail) {
-  Drop(DropReasonName(reason), detail);
-}
-
 void Daemon::Drop(absl::string_view reason, absl::string_view detail) {
   uint64_t& count = counters_.dropped[reason];
   ++count;
@@ -279,6 +248,20 @@ bool Daemon::Idle() const { return Pending() == 0; }
 
 void Daemon::AcceptSent(Event&& event, const AckTarget& ack, bool want_ack) {
   Accept(std::move(event), want_ack ? std::optional<AckTarget>(ack) : std::nullopt);
+}
+
+void Daemon::AcceptKernel(Event&& event) {
+  Accept(std::move(event), std::nullopt, /*drop_when_full=*/false);
+}
+
+void Daemon::AcceptResync(Event&& event) { Accept(std::move(event), std::nullopt); }
+
+bool Daemon::Full() const { return Pending() >= options_.max_pending; }
+
+absl::flat_hash_set<std::string> Daemon::LiveDevpaths() const {
+  absl::flat_hash_set<std::string> live;
+  for (const auto& [id, record] : events_) live.insert(record.event.devpath);
+  return live;
 }
 
 void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_full) {
@@ -521,7 +504,7 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
     LogError("scheduler: %s", finished.ToString());
   }
   Pump();
-  if (netlink_waiting_for_room_ && Pending() < options_.max_pending) room_.NotifyAll();
+  if (netlink_ != nullptr && !Full()) netlink_->RoomFreed();
   CheckIdle();
 }
 
@@ -579,7 +562,7 @@ Task<void> Daemon::TrimWhenIdle() {
 
 void Daemon::ReleaseIdleMemory() {
   const bool control = control_->ReleaseIdleMemory();
-  const bool netlink = netlink_receiver_.has_value() && netlink_receiver_->ReleaseIdleMemory();
+  const bool netlink = netlink_ != nullptr && netlink_->ReleaseIdleMemory();
   const size_t text = idle_memory_.Release();
   LogDebug("idle: memory given back (receive buffers: control %s, netlink %s; heap; %d KiB of "
            "program text unmapped)",
@@ -603,89 +586,6 @@ Task<void> Daemon::ReorderTimer() {
     Release(expired.released, MonoNow());
     CheckIdle();
   }
-}
-
-Task<void> Daemon::ReceiveNetlink() {
-  io::MultishotReceiver& receiver =
-      netlink_receiver_.emplace(*reactor_, netlink_fd_.get(), netlink_ring_);
-  bool in_storm = false;
-  for (;;) {
-    // At the --max-pending bound, stop reading: the uevents wait in the socket (its receive
-    // buffer is forced large for this), where dropping them would lose them for good. The
-    // receive ring may still fill behind us; those few are taken over the bound on resume.
-    if (Pending() >= options_.max_pending) {
-      ++counters_.netlink_paused;
-      LogDebug("netlink: %d events pending (--max-pending): reading paused", Pending());
-      netlink_waiting_for_room_ = true;
-      do {
-        co_await room_.Wait();
-      } while (Pending() >= options_.max_pending);
-      netlink_waiting_for_room_ = false;
-    }
-    absl::StatusOr<io::Datagram> datagram = co_await receiver.Receive();
-    if (!datagram.ok()) {
-      if (io::IsSocketOverrun(datagram.status())) {
-        ++counters_.netlink_overruns;
-        if (!in_storm) {
-          LogWarning("netlink: receive queue overrun (ENOBUFS): the kernel dropped uevents; "
-                     "re-synchronising from %s", options_.sysfs_root);
-          in_storm = true;
-        }
-        if (!resync_pending_) {
-          resync_pending_ = true;
-          services_.Spawn(ResyncLater());
-        }
-        continue;
-      }
-      LogError("netlink: %s", datagram.status().ToString());
-      (void)co_await io::Sleep(*reactor_, absl::Milliseconds(10));
-      continue;
-    }
-    in_storm = resync_pending_;
-    const io::NetlinkOrigin origin = io::CheckNetlinkOrigin(datagram->peer, datagram->credentials);
-    if (origin != io::NetlinkOrigin::kKernel && !options_.netlink_trust_userspace) {
-      Drop(io::NetlinkDropReason(origin), "uevent not sent by the kernel");
-      continue;
-    }
-    if (datagram->truncated) {
-      Drop(DropReason::kOversize, "netlink datagram larger than a ring buffer");
-      continue;
-    }
-    absl::StatusOr<Event> event = ParseKernelUevent(datagram->payload);
-    if (!event.ok()) {
-      const std::optional<DropReason> reason = DropReasonOf(event.status());
-      Drop(reason.value_or(DropReason::kTruncated), event.status().message());
-      continue;
-    }
-    ++counters_.netlink_received;
-    Accept(std::move(*event), std::nullopt, /*drop_when_full=*/false);
-  }
-}
-
-Task<void> Daemon::ResyncLater() {
-  (void)co_await io::Sleep(*reactor_, kResyncDelay);
-  resync_pending_ = false;
-  Resync();
-}
-
-void Daemon::Resync() {
-  ++counters_.resyncs;
-  absl::StatusOr<std::vector<Event>> events = SynthesizeAddEvents(options_.sysfs_root);
-  if (!events.ok()) {
-    LogError("resync: %s", events.status().ToString());
-    return;
-  }
-  // A device whose event is still queued or running gets handled anyway: skip it.
-  absl::flat_hash_set<std::string> pending;
-  for (const auto& [id, record] : events_) pending.insert(record.event.devpath);
-  size_t synthesized = 0;
-  for (Event& event : *events) {
-    if (pending.contains(event.devpath)) continue;
-    ++synthesized;
-    Accept(std::move(event), std::nullopt);
-  }
-  counters_.resync_events += synthesized;
-  LogNotice("resync: synthesized %d add events from %s", synthesized, options_.sysfs_root);
 }
 
 // ---- what the control server and the stages ask of the flow ----
@@ -726,11 +626,7 @@ void Daemon::AppendStatus(std::vector<std::pair<std::string, std::string>>& fiel
   add("running", scheduler_.running());
   add("reorder_timeouts", counters_.reorder_timeouts);
   add("missing_seqnums", counters_.missing_seqnums);
-  add("netlink_received", counters_.netlink_received);
-  add("netlink_overruns", counters_.netlink_overruns);
-  add("netlink_paused", counters_.netlink_paused);
-  add("resyncs", counters_.resyncs);
-  add("resync_events", counters_.resync_events);
+  if (netlink_ != nullptr) netlink_->AppendStatus(fields);
   add("children_max", scheduler_.children_max());
   add("ring_cq_overflows", reactor_->cq_overflows());
   add("ring_cq_lost", reactor_->cq_lost());

@@ -1,11 +1,11 @@
-// Daemon: the event flow of `hotring daemon`, on one thread. Events arrive from the kernel's
-// netlink socket and from the control server; they are validated, put back in SEQNUM order
+// Daemon: the event flow of `hotring daemon`, on one thread. Events arrive from the kernel
+// (NetlinkSource) and from clients (ControlServer); they are validated, put back in SEQNUM order
 // (Reorderer: one timer for the oldest hold), queued by device (Scheduler: devpath blocking,
 // children_max) and handed to the handler chain; when one is done the daemon acks its sender,
 // tells monitors, rebroadcasts it, records it for settling and starts what it unblocked.
-// The control socket (ControlServer) and settling (Settling) are its parts; it owns them, the
-// reactor, the signalfd, the netlink socket, the reorderer, the scheduler, the handler chain,
-// the event records and every task that runs on them.
+// The sources, the control server and settling are its parts; it owns them, the reactor, the
+// signalfd, the reorderer, the scheduler, the handler chain, the event records and every task
+// that runs on them.
 #ifndef HOTRING_HOTPLUG_DAEMON_DAEMON_H_
 #define HOTRING_HOTPLUG_DAEMON_DAEMON_H_
 
@@ -31,6 +31,7 @@
 #include "hotplug/daemon/burst_log.h"
 #include "hotplug/daemon/control_server.h"
 #include "hotplug/daemon/event_flow.h"
+#include "hotplug/daemon/netlink_source.h"
 #include "hotplug/daemon/settling.h"
 #include "hotplug/drop_reason.h"
 #include "hotplug/event.h"
@@ -39,8 +40,6 @@
 #include "hotplug/scheduler.h"
 #include "hotplug/timeline.h"
 #include "hotplug/wire.h"
-#include "io/buffer_ring.h"
-#include "io/multishot.h"
 #include "io/reactor.h"
 #include "io/signals.h"
 
@@ -95,11 +94,6 @@ struct DaemonCounters {
   uint64_t killed = 0;
   uint64_t reorder_timeouts = 0;  // times held events were released by the timeout
   uint64_t missing_seqnums = 0;   // SEQNUMs given up on
-  uint64_t netlink_received = 0;
-  uint64_t netlink_overruns = 0;  // ENOBUFS: the kernel dropped uevents
-  uint64_t netlink_paused = 0;    // times the netlink reader waited for --max-pending room
-  uint64_t resyncs = 0;           // sysfs re-synchronisations after overruns
-  uint64_t resync_events = 0;     // add events synthesized by them
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
@@ -128,11 +122,15 @@ class Daemon final : private EventFlow, private StepRecorder {
 
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
-  absl::Status OpenNetlink();
 
   // EventFlow, for the control server and settling.
   void AcceptSent(Event&& event, const AckTarget& ack, bool want_ack) override;
-  void Drop(DropReason reason, absl::string_view detail) override;
+  void AcceptKernel(Event&& event) override;
+  void AcceptResync(Event&& event) override;
+  [[nodiscard]] bool Full() const override;
+  [[nodiscard]] absl::flat_hash_set<std::string> LiveDevpaths() const override;
+  using EventFlow::Drop;
+  void Drop(absl::string_view reason, absl::string_view detail) override;
   void RequestStop(absl::string_view why) override;
   absl::Status Reload() override;
   [[nodiscard]] bool Idle() const override;
@@ -146,11 +144,9 @@ class Daemon final : private EventFlow, private StepRecorder {
   void LetDevicesBelowStart(const Event& event) override;
 
   Task<absl::Status> Main();
-  Task<void> ReceiveNetlink();
   Task<void> ReorderTimer();
   Task<void> WatchSignals();
   Task<void> AwaitHandler(uint64_t id, Task<HandlerResult> handling);
-  Task<void> ResyncLater();
 
   // Takes a validated event from any source. `ack`: who to tell when it is done.
   // drop_when_full: drop (queue_full) at --max-pending; the netlink reader bounds itself.
@@ -178,8 +174,6 @@ class Daemon final : private EventFlow, private StepRecorder {
   Task<void> TrimWhenIdle();
   void ReleaseIdleMemory();
   [[nodiscard]] BurstCounters Burst() const;
-  void Resync();
-  void Drop(absl::string_view reason, absl::string_view detail);
   [[nodiscard]] size_t Pending() const;
 
   DaemonOptions options_;
@@ -187,12 +181,7 @@ class Daemon final : private EventFlow, private StepRecorder {
   const bool null_handler_;  // no handler: events are finished without calling it
   std::unique_ptr<io::Reactor> reactor_;
   std::optional<io::SignalFd> signals_;
-  UniqueFd netlink_fd_;
-  bool netlink_inherited_ = false;  // --netlink-fd: taken over, not opened
   UniqueFd rebroadcast_fd_;
-  std::shared_ptr<io::BufferRing> netlink_ring_;
-  // The netlink loop's receiver, here so that TrimWhenIdle can reach it; made by the loop.
-  std::optional<io::MultishotReceiver> netlink_receiver_;
   IdleMemory idle_memory_ = IdleMemory::ForThisProgram();
 
   Reorderer reorderer_;
@@ -214,17 +203,15 @@ class Daemon final : private EventFlow, private StepRecorder {
   bool pump_again_ = false;
   bool stopping_ = false;
   bool force_stop_ = false;  // a second SIGTERM: abandon running events
-  bool resync_pending_ = false;
   Notifier stop_;         // RequestStop
   Notifier reorder_changed_;
   Notifier idle_;         // nothing held, queued or running
-  Notifier room_;         // pending went below max_pending while the netlink reader waited
-  bool netlink_waiting_for_room_ = false;
   MonoTime started_at_;
 
   // The daemon's parts; tasks below them (declared after) go first.
   std::optional<Settling> settling_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<NetlinkSource> netlink_;  // null without kernel uevents
 
   // Last members: destroyed first, so no task outlives what it uses.
   TaskScope workers_;   // one task per running event

@@ -1,4 +1,4 @@
-// What the daemon's servers (the control socket, settling) ask of the event flow, and the few
+// What the daemon's parts (the netlink source, the control server, settling) ask of the event flow, and the few
 // types they share with it. The Daemon implements EventFlow; the servers hold a reference to it
 // and never see its reorderer, scheduler or event records.
 #ifndef HOTRING_HOTPLUG_DAEMON_EVENT_FLOW_H_
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "hotplug/drop_reason.h"
@@ -41,9 +42,21 @@ class EventFlow {
  public:
   virtual ~EventFlow() = default;
   // Takes an event a client sent (validated); `ack`: whom to tell when it is done, if asked.
+  // Dropped (queue_full) at --max-pending.
   virtual void AcceptSent(Event&& event, const AckTarget& ack, bool want_ack) = 0;
-  // Counts (and logs the first few of) an input dropped for `reason`.
-  virtual void Drop(DropReason reason, absl::string_view detail) = 0;
+  // Takes a kernel uevent (validated). Never dropped for a full queue: the netlink source
+  // stops reading at the bound instead.
+  virtual void AcceptKernel(Event&& event) = 0;
+  // Takes an add event synthesized from sysfs after an overrun (dropped at --max-pending).
+  virtual void AcceptResync(Event&& event) = 0;
+  // Held + queued + running has reached --max-pending.
+  [[nodiscard]] virtual bool Full() const = 0;
+  // The DEVPATHs of the events queued or running now.
+  [[nodiscard]] virtual absl::flat_hash_set<std::string> LiveDevpaths() const = 0;
+  // Counts (and logs the first few of) an input dropped for `reason` (a DropReasonName, or
+  // the netlink origin checks' names).
+  virtual void Drop(absl::string_view reason, absl::string_view detail) = 0;
+  void Drop(DropReason reason, absl::string_view detail) { Drop(DropReasonName(reason), detail); }
   // `control exit`: finish what was accepted, then stop.
   virtual void RequestStop(absl::string_view why) = 0;
   // `control reload`: the stages re-read their configuration.
