@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "hotplug/boot/init.h"
 #include "hotplug/cli.h"
-#include "hotplug/rules/mdev_applet.h"
+#include "hotplug/mdev_command.h"
 #include "hotplug/modules/modprobe_command.h"
 #include "ipc/bench_cli.h"
 #include "core/status.h"
@@ -167,7 +167,7 @@ int Main(int argc, char** argv) {
   const size_t slash = invoked.rfind('/');
   const absl::string_view base = invoked.substr(slash == absl::string_view::npos ? 0 : slash + 1);
   if (base == "mdev") {
-    return hotplug::rules::RunMdevApplet(std::vector<std::string>(argv + 1, argv + argc));
+    return hotplug::MdevCommand(std::vector<std::string>(argv + 1, argv + argc));
   }
   if (base == "init") {
     return hotplug::boot::InitCommand(std::vector<std::string>(argv + 1, argv + argc));
@@ -194,7 +194,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "selfcheck") return SelfCheck();
   if (command == "bench") return Bench(args);
-  if (command == "mdev") return hotplug::rules::RunMdevApplet(args);
+  if (command == "mdev") return hotplug::MdevCommand(args);
   if (command == "init") return hotplug::boot::InitCommand(args);
   if (command == "modprobe") return hotplug::modules::ModprobeMain("modprobe", args);
   if (hotplug::IsHotplugCommand(command)) return hotplug::RunHotplugCommand(command, args);
