@@ -242,23 +242,8 @@ void ReportIndex(const std::string& prog, const ModuleIndex& index, int verbose,
   }
 }
 
-}  // namespace
-
-int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv) {
-  const std::string prog(program);
-  Args args;
-  if (std::optional<std::string> error = ParseArgs(argv, &args)) {
-    if (error->empty()) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "%s: %s\n", prog.c_str(), error->c_str());
-    return 1;
-  }
-  if (args.positional.empty() && !args.show_config) {
-    std::fprintf(stderr, "%s: ERROR: missing parameters. See -h.\n", prog.c_str());
-    return 1;
-  }
+// The indexes and configuration the arguments name.
+ModuleIndexOptions IndexOptions(const Args& args) {
   const std::string root = args.root.value_or("");
   ModuleIndexOptions options;
   if (args.dirname_root || args.version || args.root) {
@@ -285,6 +270,77 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
   // As kmod: no tree, or a damaged index, leaves the configuration and whatever indexes are
   // good (install commands, builtins, `-c`).
   options.require_modules_dep = false;
+  return options;
+}
+
+// Acts on one probe list as kmod's modprobe does (print, load or run, or only print with -n /
+// --show-depends). Returns 1 when the module asked for or a dependency failed, else 0.
+int RunProbe(const std::string& prog, const Args& args, const Probe& probe) {
+  const bool show = args.show_depends || args.verbose > 0;
+  const bool ignore_loaded = args.show_depends;
+  const bool dry_run = args.dry_run || args.show_depends;
+  // The module asked for is builtin or loaded already: nothing to do (kmod's check).
+  const bool top_builtin =
+      std::any_of(probe.steps.begin(), probe.steps.end(), [&](const ProbeStep& step) {
+        return step.name == probe.name && step.action == ProbeStep::Action::kBuiltin;
+      });
+  if (!ignore_loaded && (top_builtin || InKernel(probe.name))) return 0;
+  for (const ProbeStep& step : probe.steps) {
+    if (!ignore_loaded && (step.action == ProbeStep::Action::kBuiltin || InKernel(step.name))) {
+      continue;
+    }
+    if (show) {
+      Resolution one;
+      one.probes.push_back({.name = step.name, .steps = {step}});
+      std::fputs(FormatShowDepends(one).c_str(), stdout);
+    }
+    if (dry_run) continue;
+    int err = 0;
+    switch (step.action) {
+      case ProbeStep::Action::kInsmod:
+        err = LoadFile(step.path, step.options);
+        break;
+      case ProbeStep::Action::kInstall:
+        err = RunInstall(step.name,
+                         absl::StrReplaceAll(step.command, {{"$CMDLINE_OPTS", step.options}}));
+        break;
+      case ProbeStep::Action::kBuiltin:
+        break;
+      case ProbeStep::Action::kNothing:
+        err = -ENOENT;
+        break;
+    }
+    // Only the module asked for and its dependencies count; softdeps may fail.
+    if (err == -EEXIST || !step.required) err = 0;
+    if (err < 0) {
+      std::fprintf(stderr, "%s: ERROR: could not insert '%s': %s\n", prog.c_str(),
+                   step.name.c_str(),
+                   err == -ENOENT ? "Unknown symbol in module, or unknown parameter (see dmesg)"
+                                  : std::strerror(-err));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv) {
+  const std::string prog(program);
+  Args args;
+  if (std::optional<std::string> error = ParseArgs(argv, &args)) {
+    if (error->empty()) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "%s: %s\n", prog.c_str(), error->c_str());
+    return 1;
+  }
+  if (args.positional.empty() && !args.show_config) {
+    std::fprintf(stderr, "%s: ERROR: missing parameters. See -h.\n", prog.c_str());
+    return 1;
+  }
+  const ModuleIndexOptions options = IndexOptions(args);
   absl::StatusOr<std::unique_ptr<ModuleIndex>> loaded = ModuleIndex::Load(options);
   if (!loaded.ok()) {
     std::fprintf(stderr, "%s: ERROR: %s\n", prog.c_str(),
@@ -305,9 +361,6 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
   };
   const KmodResolver resolver(index);
 
-  const bool show = args.show_depends || args.verbose > 0;
-  const bool ignore_loaded = args.show_depends;
-  const bool dry_run = args.dry_run || args.show_depends;
   std::vector<std::pair<std::string, std::optional<std::string>>> queries;
   if (args.all) {
     for (const std::string& name : args.positional) queries.emplace_back(name, std::nullopt);
@@ -337,50 +390,7 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
       continue;
     }
     for (const Probe& probe : resolution.probes) {
-      if (probe.blacklisted) continue;
-      // The module asked for is builtin or loaded already: nothing to do (kmod's check).
-      const bool top_builtin =
-          std::any_of(probe.steps.begin(), probe.steps.end(), [&](const ProbeStep& step) {
-            return step.name == probe.name && step.action == ProbeStep::Action::kBuiltin;
-          });
-      if (!ignore_loaded && (top_builtin || InKernel(probe.name))) continue;
-      for (const ProbeStep& step : probe.steps) {
-        if (!ignore_loaded &&
-            (step.action == ProbeStep::Action::kBuiltin || InKernel(step.name))) {
-          continue;
-        }
-        if (show) {
-          Resolution one;
-          one.probes.push_back({.name = step.name, .steps = {step}});
-          std::fputs(FormatShowDepends(one).c_str(), stdout);
-        }
-        if (dry_run) continue;
-        int err = 0;
-        switch (step.action) {
-          case ProbeStep::Action::kInsmod:
-            err = LoadFile(step.path, step.options);
-            break;
-          case ProbeStep::Action::kInstall:
-            err = RunInstall(step.name, absl::StrReplaceAll(step.command,
-                                                            {{"$CMDLINE_OPTS", step.options}}));
-            break;
-          case ProbeStep::Action::kBuiltin:
-            break;
-          case ProbeStep::Action::kNothing:
-            err = -ENOENT;
-            break;
-        }
-        // Only the module asked for and its dependencies count; softdeps may fail.
-        if (err == -EEXIST || !step.required) err = 0;
-        if (err < 0) {
-          std::fprintf(stderr, "%s: ERROR: could not insert '%s': %s\n", prog.c_str(),
-                       step.name.c_str(),
-                       err == -ENOENT ? "Unknown symbol in module, or unknown parameter (see dmesg)"
-                                      : std::strerror(-err));
-          exit_code = 1;
-          break;
-        }
-      }
+      if (!probe.blacklisted && RunProbe(prog, args, probe) != 0) exit_code = 1;
     }
   }
   std::fflush(stdout);
