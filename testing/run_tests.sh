@@ -1,10 +1,13 @@
 #!/bin/sh
-# Builds hotring and runs every test twice: the normal build and the address+undefined
-# sanitizer build; then the tests tagged `tsan` (those with a second thread) under the thread
-# sanitizer, the example consumer workspace (testing/example_consumer), the core, io and
-# hotplug unit tests on aarch64 in qemu (testing/arm/run_arm_tests.sh), and every fuzz target
-# for FUZZ_SECONDS (default 30; 0 skips) on its corpus (testing/run_fuzz.sh). Prints one
-# closing line "tests: N passed, N failed" (GoogleTest cases).
+# Builds hotring and runs every test twice: the normal build (followed by kmod 30's own
+# modprobe fixtures and the side-by-side comparisons with Debian's modprobe, testing/kmod/) and
+# the address+undefined sanitizer build; then the tests tagged `tsan` (those with a second
+# thread) under the thread sanitizer, the example consumer workspace
+# (testing/example_consumer), the core, io and hotplug unit tests on aarch64 in qemu
+# (testing/arm/run_arm_tests.sh), and every fuzz target for FUZZ_SECONDS (default 30; 0 skips)
+# on its corpus (testing/run_fuzz.sh). Prints one closing line
+# "tests: N passed, N failed, N skipped" (GoogleTest cases, and one per kmod comparison; a
+# kmod suite that cannot run here, without root, kmod or its source package, is one skip).
 set -u
 cd "$(dirname "$0")/.."
 status=0
@@ -14,6 +17,7 @@ file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically link
 bazel test //... || status=1
 passed=0
 failed=0
+skipped=0
 count() {
   # Each test.xml lists one <testcase> per GoogleTest case and one <failure> per failed one.
   # Arguments: the config whose test logs to count (the tsan config has its own tree).
@@ -25,6 +29,30 @@ count() {
   done
 }
 count
+# kmod 30's own test fixtures (its source package, fetched once into a cache outside the tree)
+# and `modprobe -c` / damaged indexes, each run by Debian's modprobe and by hotring in a chroot
+# (testing/kmod/*.sh, docs/architecture.md). Their closing lines count: "N agree, N differ";
+# exit status 77 is a skip, printed and counted, never a silent pass. They run here, while
+# bazel-bin/hotring is still the plain static build (the sanitizer builds replace it).
+for kmod_suite in run_kmod_fixtures.sh compare_modprobe.sh; do
+  kmod_log=$(mktemp)
+  sh "testing/kmod/$kmod_suite" --hotring "$(bazel info bazel-bin 2>/dev/null)/hotring" >"$kmod_log" 2>&1
+  kmod_status=$?
+  kmod_line=$(tail -n 1 "$kmod_log")
+  if [ "$kmod_status" = 77 ]; then
+    echo "$kmod_line"
+    skipped=$((skipped + 1))
+  else
+    # The rows that disagree (with their outputs), and the closing line.
+    grep -v -e '| agree |$' -e '^| --- |' -e '^| kmod test |' -e '^| part |' "$kmod_log"
+    kmod_agree=$(echo "$kmod_line" | sed -n 's/.*: \([0-9]*\) agree.*/\1/p')
+    kmod_differ=$(echo "$kmod_line" | sed -n 's/.*agree, \([0-9]*\) differ.*/\1/p')
+    passed=$((passed + ${kmod_agree:-0}))
+    failed=$((failed + ${kmod_differ:-1}))
+    [ "$kmod_status" = 0 ] || status=1
+  fi
+  rm -f "$kmod_log"
+done
 bazel test --config=asan //... || status=1
 count
 bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || status=1
@@ -63,6 +91,6 @@ fi
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
   sh testing/run_fuzz.sh || status=1
 fi
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] || status=1
 exit $status

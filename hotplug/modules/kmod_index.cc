@@ -52,7 +52,9 @@ class Walker {
 
   [[nodiscard]] bool Decode(uint32_t offset, Node* node) const {
     size_t pos = offset & kOffsetMask;
-    if (pos == 0 || pos >= size_) return false;
+    // A node without prefix, children or values takes no bytes: depmod's empty index is its
+    // header and a root offset equal to the file's size.
+    if (pos == 0 || pos > size_) return false;
     *node = Node{};
     if (offset & kFlagPrefix) {
       const void* nul = std::memchr(data_ + pos, '\0', size_ - pos);
@@ -105,6 +107,14 @@ class Walker {
   const char* data_;
   size_t size_;
 };
+
+absl::Status CheckSize(size_t size) {
+  if (size == 0) return absl::InvalidArgumentError("empty file");
+  if (size < 12) {
+    return absl::InvalidArgumentError(absl::StrCat("shorter than its header (", size, " bytes)"));
+  }
+  return absl::OkStatus();
+}
 
 struct Found {
   uint32_t priority;
@@ -331,12 +341,35 @@ KmodIndex::~KmodIndex() {
 }
 
 absl::Status KmodIndex::CheckHeader() {
-  if (size_ < 12) return absl::InvalidArgumentError("index shorter than its header");
-  if (ReadBe32(data_) != kMagic) return absl::InvalidArgumentError("not a kmod index (magic)");
-  if (ReadBe32(data_ + 4) >> 16 != kVersionMajor) {
-    return absl::InvalidArgumentError("unsupported kmod index version");
+  HOTRING_RETURN_IF_ERROR(CheckSize(size_));
+  if (const uint32_t magic = ReadBe32(data_); magic != kMagic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a kmod index (magic ", absl::Hex(magic, absl::kZeroPad8), ")"));
+  }
+  if (const uint32_t version = ReadBe32(data_ + 4); version >> 16 != kVersionMajor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported kmod index version ", version >> 16));
   }
   root_ = ReadBe32(data_ + 8);
+  // depmod writes the root last, so a file cut short loses its root (or the root's child
+  // table): one decode at open tells a truncated file from a good one. Damage deeper inside
+  // only costs the keys below it (every read is bounds-checked).
+  const Walker walker(data_, size_);
+  Node root;
+  if (!walker.Decode(root_, &root)) {
+    return absl::InvalidArgumentError(absl::StrCat("truncated or corrupt (root node at offset ",
+                                                   root_ & kOffsetMask, " of ", size_,
+                                                   " bytes)"));
+  }
+  if (root.children != nullptr) {
+    for (unsigned i = 0; i <= root.last - root.first; ++i) {
+      const uint32_t child = ReadBe32(root.children + 4 * i);
+      if ((child & kOffsetMask) > size_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "truncated or corrupt (child offset ", child & kOffsetMask, " of ", size_, " bytes)"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -345,8 +378,12 @@ absl::StatusOr<KmodIndex> KmodIndex::Open(const std::string& path) {
   if (!fd.valid()) return ErrnoStatus(absl::StrCat("open ", path));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(absl::StrCat("fstat ", path));
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(path + ": not a regular file");
+  // Checked before mmap, which refuses a length of 0.
+  if (absl::Status size = CheckSize(static_cast<size_t>(st.st_size)); !size.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", size.message()));
+  }
   KmodIndex index;
-  if (st.st_size < 12) return absl::InvalidArgumentError(path + ": shorter than its header");
   void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (map == MAP_FAILED) return ErrnoStatus(absl::StrCat("mmap ", path));
   index.data_ = static_cast<const char*>(map);
@@ -409,6 +446,52 @@ size_t KmodIndex::SearchWild(absl::string_view key, std::vector<IndexValue>* out
   });
   for (const Found& f : found) out->push_back({f.priority, f.value});
   return search.fnmatch_calls();
+}
+
+namespace {
+
+// kmod's index dump, with a budget of nodes so that a corrupt (cyclic or shared) child table
+// cannot make it run for ever: depmod's nodes are distinct, so a good index never exceeds one
+// node per byte.
+class Dumper {
+ public:
+  Dumper(const Walker& walker, size_t budget, std::string* out)
+      : walker_(walker), budget_(budget), out_(out) {}
+
+  void Visit(const Node& node, std::string* key) {
+    if (budget_ == 0 || key->size() > kMaxPatternLength) return;
+    --budget_;
+    const size_t base = key->size();
+    key->append(node.prefix.data(), node.prefix.size());
+    walker_.ForEachValue(node, [&](uint32_t, absl::string_view value) {
+      absl::StrAppend(out_, *key, " ", value, "\n");
+    });
+    if (node.children != nullptr) {
+      for (unsigned ch = node.first; ch <= node.last; ++ch) {
+        Node child;
+        if (!walker_.Child(node, static_cast<unsigned char>(ch), &child)) continue;
+        key->push_back(static_cast<char>(ch));
+        Visit(child, key);
+        key->pop_back();
+      }
+    }
+    key->resize(base);
+  }
+
+ private:
+  const Walker& walker_;
+  size_t budget_;
+  std::string* out_;
+};
+
+}  // namespace
+
+void KmodIndex::Dump(absl::string_view prefix, std::string* out) const {
+  const Walker walker(data_, size_);
+  Node root;
+  if (!walker.Decode(root_, &root)) return;
+  std::string key(prefix);
+  Dumper(walker, size_ + 1, out).Visit(root, &key);
 }
 
 }  // namespace hotring::hotplug::modules

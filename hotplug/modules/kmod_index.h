@@ -30,7 +30,9 @@ class KmodIndex {
   KmodIndex& operator=(KmodIndex&&) noexcept;
   ~KmodIndex();
 
-  // Maps `path`. NotFound when it does not exist; InvalidArgument for a bad magic or version.
+  // Maps `path`. NotFound when it does not exist; InvalidArgument when it is not a regular
+  // file, is empty or shorter than the header, has a bad magic or version, or has lost its root
+  // node (a truncated file: depmod writes the root last).
   [[nodiscard]] static absl::StatusOr<KmodIndex> Open(const std::string& path);
   // An index over bytes in kmod's format (built by KmodIndexWriter).
   [[nodiscard]] static absl::StatusOr<KmodIndex> FromBytes(std::string bytes);
@@ -42,6 +44,10 @@ class KmodIndex {
   // ordered as kmod orders them (priority ascending; equal priorities in reverse discovery
   // order). Appends to `out`. Returns how many values the walk passed to fnmatch (for benches).
   size_t SearchWild(absl::string_view key, std::vector<IndexValue>* out) const;
+
+  // kmod_dump_index (the end of `modprobe -c`): one "PREFIXKEY VALUE" line per stored value,
+  // a node's values before its children, children in byte order. Appends to `out`.
+  void Dump(absl::string_view prefix, std::string* out) const;
 
   [[nodiscard]] size_t size() const { return size_; }
 

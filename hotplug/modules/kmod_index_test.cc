@@ -116,23 +116,30 @@ TEST(KmodIndexTest, RejectsBadHeadersAndSurvivesCorruptNodes) {
   ASSERT_TRUE(writer.Insert("pci:v1234", "n", 1));
   EXPECT_FALSE(writer.Insert("caf\xc3\xa9", "m", 0));  // 7-bit keys only
   const std::string good = writer.Serialize();
-  // Every truncation and every single-byte corruption: no crash, no read outside the image.
-  for (size_t len = 12; len < good.size(); ++len) {
+  // Every truncation is refused at open: the root is written last, so a file cut anywhere has
+  // lost it (or its child table).
+  for (size_t len = 0; len < good.size(); ++len) {
     absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(good.substr(0, len));
-    ASSERT_TRUE(index.ok());
-    (void)Wild(*index, "pci:v1234d5");
-    (void)index->Find("pci:v1234");
+    EXPECT_TRUE(absl::IsInvalidArgument(index.status())) << "cut at " << len;
   }
+  // Every single-byte corruption: refused, or no crash and no read outside the image.
+  size_t refused = 0;
   for (size_t at = 8; at < good.size(); ++at) {
     for (const char byte : {'\0', '\x7f', '\xff', '*'}) {
       std::string bad = good;
       bad[at] = byte;
       absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(bad);
-      ASSERT_TRUE(index.ok());
+      if (!index.ok()) {
+        ++refused;
+        continue;
+      }
       (void)Wild(*index, "pci:v1234d5");
       (void)index->Find("pci:v1234");
+      std::string dump;
+      index->Dump("alias ", &dump);
     }
   }
+  EXPECT_GT(refused, 0u);  // a root offset out of the file is caught at open
   // A node whose child points back at itself: the walk stops.
   const std::string cyclic = std::string("\xb0\x07\xf4\x57\x00\x02\x00\x01", 8) +
                              std::string("\x20\x00\x00\x0c", 4) +  // root: children at 12
@@ -141,6 +148,51 @@ TEST(KmodIndexTest, RejectsBadHeadersAndSurvivesCorruptNodes) {
   ASSERT_TRUE(loop.ok());
   EXPECT_THAT(Wild(*loop, "anything"), IsEmpty());
   EXPECT_EQ(loop->Find("****"), std::nullopt);
+  std::string dump;
+  loop->Dump("", &dump);  // ends: the walk has a budget of one node per byte
+  EXPECT_EQ(dump, "");
+}
+
+// What each damaged file says: the module index logs it with the path.
+TEST(KmodIndexTest, SaysWhyAnIndexIsRefused) {
+  KmodIndexWriter writer;
+  ASSERT_TRUE(writer.Insert("ext4", "kernel/fs/ext4.ko:", 0));
+  const std::string good = writer.Serialize();
+  auto problem = [](std::string bytes) {
+    return std::string(KmodIndex::FromBytes(std::move(bytes)).status().message());
+  };
+  EXPECT_EQ(problem(""), "empty file");
+  EXPECT_EQ(problem(good.substr(0, 7)), "shorter than its header (7 bytes)");
+  std::string magic = good;
+  magic[0] = 'X';
+  EXPECT_EQ(problem(magic), "not a kmod index (magic 5807f457)");
+  std::string version = good;
+  version[5] = 3;
+  EXPECT_EQ(problem(version), "unsupported kmod index version 3");
+  EXPECT_THAT(problem(good.substr(0, good.size() - 1)), ::testing::StartsWith("truncated"));
+  // depmod's index of nothing: the header and a root of no bytes at the end of the file.
+  absl::StatusOr<KmodIndex> empty = KmodIndex::FromBytes(KmodIndexWriter().Serialize());
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->size(), 12u);
+  EXPECT_EQ(empty->Find("ext4"), std::nullopt);
+}
+
+TEST(KmodIndexTest, DumpListsEveryValueInKmodsOrder) {
+  // A node's values before its children, children in byte order, values as stored (depmod
+  // keeps them by priority): kmod_dump_index's order, which `modprobe -c` prints.
+  const KmodIndex index = Build({{"pci:v2*", "two", 5},
+                                 {"pci:v1*", "one_b", 3},
+                                 {"pci:v1*", "one_a", 1},
+                                 {"pci:v", "short", 0},
+                                 {"acpi:X", "acpi", 9}});
+  std::string dump;
+  index.Dump("alias ", &dump);
+  EXPECT_EQ(dump,
+            "alias acpi:X acpi\n"
+            "alias pci:v short\n"
+            "alias pci:v1* one_a\n"
+            "alias pci:v1* one_b\n"
+            "alias pci:v2* two\n");
 }
 
 TEST(KmodIndexTest, OpenMapsAFileAndReportsMissingOnes) {

@@ -99,7 +99,9 @@ class ProbeBuilder {
     bool ignore_command = false;  // the module has softdeps that resolved
   };
 
-  void Visit(const ModRef& mod) {
+  // `ignore_command` (modprobe -i, for the module asked for only): kmod then lists the module
+  // without its softdeps and loads its file even when an install command is configured.
+  void Visit(const ModRef& mod, bool ignore_command = false) {
     if (!visited_.insert(mod.Key()).second) return;
     std::vector<ModRef> deps = Dependencies(mod.name);
     for (const ModRef& dep : deps) FillSoftdep(dep);
@@ -109,6 +111,10 @@ class ProbeBuilder {
     // line: core_util must wait for crc even when both are only dependencies of foo_net.
     for (const ModRef& dep : deps) {
       for (const ModRef& sub : Dependencies(dep.name)) AddEdge(dep.name, sub.name);
+    }
+    if (ignore_command) {
+      entries_.push_back({mod, true});
+      return;
     }
     FillSoftdep(mod);
   }
@@ -320,7 +326,7 @@ Resolution KmodResolver::Probe(absl::string_view name_or_alias,
       continue;
     }
     ProbeBuilder builder(index, *compiled_, lookup);
-    builder.Visit(mod);
+    builder.Visit(mod, options.ignore_install);
     const std::string top_key = mod.Key();
     std::vector<std::string> required = {top_key};
     for (const ModRef& dep : builder.Dependencies(mod.name)) required.push_back(dep.Key());

@@ -55,6 +55,9 @@ struct ProbeOptions {
   bool blacklist_all = false;
   // modprobe NAME PARAM=VALUE...: extra options for the matched module itself.
   std::optional<std::string> extra_options;
+  // modprobe -i: the matched module's own install command and softdeps are not used (its
+  // dependencies keep theirs, as in kmod).
+  bool ignore_install = false;
 };
 
 // kmod's modprobe resolution over one ModuleIndex. Thread-safe; the negative cache (queries

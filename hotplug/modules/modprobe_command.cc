@@ -21,6 +21,7 @@
 #include "core/unique_fd.h"
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
+#include "hotplug/modules/show_config.h"
 
 namespace hotring::hotplug::modules {
 namespace {
@@ -32,6 +33,8 @@ constexpr char kUsage[] =
     "  -b, --use-blacklist       apply the blacklist to explicit names too\n"
     "  -n, --dry-run, --show     do everything but load\n"
     "  -R, --resolve-alias       print the module names an alias resolves to\n"
+    "  -c, --showconfig          print the configuration and the alias indexes\n"
+    "  -i, --ignore-install      ignore the module's install command and softdeps\n"
     "  -D, --show-depends        print what would be loaded (insmod/install/builtin)\n"
     "  -S, --set-version V       kernel version (default: uname -r)\n"
     "  -d, --dirname ROOT        modules under ROOT/lib/modules/V\n"
@@ -47,6 +50,8 @@ struct Args {
   bool dry_run = false;
   bool resolve_alias = false;
   bool show_depends = false;
+  bool show_config = false;
+  bool ignore_install = false;
   bool quiet = false;
   int verbose = 0;
   std::optional<std::string> version;
@@ -73,10 +78,12 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& argv, Args*
       case 'n': args->dry_run = true; return true;
       case 'R': args->resolve_alias = true; return true;
       case 'D': args->show_depends = true; return true;
+      case 'c': args->show_config = true; return true;
+      case 'i': args->ignore_install = true; return true;
       case 'q': args->quiet = true; return true;
       case 'v': ++args->verbose; return true;
-      // Accepted and without effect here: ignore-install/remove, force, first-time.
-      case 'i': case 'f': case 's': return true;
+      // Accepted and without effect here: force, first-time, syslog.
+      case 'f': case 's': return true;
       default: return false;
     }
   };
@@ -98,6 +105,7 @@ std::optional<std::string> ParseArgs(const std::vector<std::string>& argv, Args*
           {"show", 'n'},         {"resolve-alias", 'R'}, {"show-depends", 'D'},
           {"quiet", 'q'},        {"verbose", 'v'},       {"set-version", 'S'},
           {"dirname", 'd'},      {"config", 'C'},        {"ignore-install", 'i'},
+          {"ignore-remove", 'i'}, {"showconfig", 'c'},   {"show-config", 'c'},
           {"force", 'f'},        {"syslog", 's'},        {"first-time", 'f'},
           {"root", 'r'},         {"kernel-cmdline", 'k'}, {"help", 'h'}};
       char c = 0;
@@ -200,23 +208,42 @@ int RunInstall(const std::string& name, const std::string& command) {
   return 0;
 }
 
-}  // namespace
-
-int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv) {
-  const std::string prog(program);
-  Args args;
-  if (std::optional<std::string> error = ParseArgs(argv, &args)) {
-    if (error->empty()) {
-      std::fputs(kUsage, stdout);
-      return 0;
+// What kmod says on stderr while it reads the configuration and the indexes: every bad
+// configuration line (before -q takes effect, as in kmod), and a .bin it cannot use. kmod maps
+// the indexes in the order dep, alias, symbols, builtin.alias, builtin and stops at the first
+// one it cannot map (a missing builtin.alias does not stop it), so it complains about at most
+// one damaged file, and never about one shorter than its header (its own test trees ship empty
+// ones); the lookups then reopen each file and lose only the bad one. -vv lists every damaged
+// index.
+void ReportIndex(const std::string& prog, const ModuleIndex& index, int verbose, bool quiet) {
+  for (const std::string& error : index.config().errors) {
+    std::fprintf(stderr, "%s: ERROR: %s\n", prog.c_str(), error.c_str());
+  }
+  if (quiet) return;
+  const std::vector<IndexFile>& files = index.index_files();
+  if (verbose >= 2) {
+    for (const IndexFile& file : files) {
+      if (!file.damaged()) continue;
+      std::fprintf(stderr, "%s: INFO: %s: %s; nothing is looked up in it\n", prog.c_str(),
+                   file.path.c_str(), file.problem.c_str());
     }
-    std::fprintf(stderr, "%s: %s\n", prog.c_str(), error->c_str());
-    return 1;
+    return;
   }
-  if (args.positional.empty()) {
-    std::fprintf(stderr, "%s: ERROR: missing parameters. See -h.\n", prog.c_str());
-    return 1;
+  for (const absl::string_view name : {"modules.dep", "modules.alias", "modules.symbols",
+                                       "modules.builtin.alias", "modules.builtin"}) {
+    const auto file = std::find_if(files.begin(), files.end(),
+                                   [&](const IndexFile& f) { return f.name == name; });
+    if (file == files.end() || file->state == IndexFile::State::kBinary) continue;
+    if (file->state == IndexFile::State::kCorrupt) {
+      std::fprintf(stderr, "%s: ERROR: %s: %s; nothing is looked up in it\n", prog.c_str(),
+                   file->path.c_str(), file->problem.c_str());
+    }
+    if (name != "modules.builtin.alias") break;
   }
+}
+
+// The indexes and configuration the arguments name.
+ModuleIndexOptions IndexOptions(const Args& args) {
   const std::string root = args.root.value_or("");
   ModuleIndexOptions options;
   if (args.dirname_root || args.version || args.root) {
@@ -240,25 +267,100 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
     }
   }
   options.kernel_cmdline = args.cmdline;
-  absl::StatusOr<std::unique_ptr<ModuleIndex>> index = ModuleIndex::Load(options);
+  // As kmod: no tree, or a damaged index, leaves the configuration and whatever indexes are
+  // good (install commands, builtins, `-c`).
+  options.require_modules_dep = false;
+  return options;
+}
+
+// Acts on one probe list as kmod's modprobe does (print, load or run, or only print with -n /
+// --show-depends). Returns 1 when the module asked for or a dependency failed, else 0.
+int RunProbe(const std::string& prog, const Args& args, const Probe& probe) {
+  const bool show = args.show_depends || args.verbose > 0;
+  const bool ignore_loaded = args.show_depends;
+  const bool dry_run = args.dry_run || args.show_depends;
+  // The module asked for is builtin or loaded already: nothing to do (kmod's check).
+  const bool top_builtin =
+      std::any_of(probe.steps.begin(), probe.steps.end(), [&](const ProbeStep& step) {
+        return step.name == probe.name && step.action == ProbeStep::Action::kBuiltin;
+      });
+  if (!ignore_loaded && (top_builtin || InKernel(probe.name))) return 0;
+  for (const ProbeStep& step : probe.steps) {
+    if (!ignore_loaded && (step.action == ProbeStep::Action::kBuiltin || InKernel(step.name))) {
+      continue;
+    }
+    if (show) {
+      Resolution one;
+      one.probes.push_back({.name = step.name, .steps = {step}});
+      std::fputs(FormatShowDepends(one).c_str(), stdout);
+    }
+    if (dry_run) continue;
+    int err = 0;
+    switch (step.action) {
+      case ProbeStep::Action::kInsmod:
+        err = LoadFile(step.path, step.options);
+        break;
+      case ProbeStep::Action::kInstall:
+        err = RunInstall(step.name,
+                         absl::StrReplaceAll(step.command, {{"$CMDLINE_OPTS", step.options}}));
+        break;
+      case ProbeStep::Action::kBuiltin:
+        break;
+      case ProbeStep::Action::kNothing:
+        err = -ENOENT;
+        break;
+    }
+    // Only the module asked for and its dependencies count; softdeps may fail.
+    if (err == -EEXIST || !step.required) err = 0;
+    if (err < 0) {
+      std::fprintf(stderr, "%s: ERROR: could not insert '%s': %s\n", prog.c_str(),
+                   step.name.c_str(),
+                   err == -ENOENT ? "Unknown symbol in module, or unknown parameter (see dmesg)"
+                                  : std::strerror(-err));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv) {
+  const std::string prog(program);
+  Args args;
+  if (std::optional<std::string> error = ParseArgs(argv, &args)) {
+    if (error->empty()) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "%s: %s\n", prog.c_str(), error->c_str());
+    return 1;
+  }
+  if (args.positional.empty() && !args.show_config) {
+    std::fprintf(stderr, "%s: ERROR: missing parameters. See -h.\n", prog.c_str());
+    return 1;
+  }
+  const ModuleIndexOptions options = IndexOptions(args);
+  absl::StatusOr<std::unique_ptr<ModuleIndex>> loaded = ModuleIndex::Load(options);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s: ERROR: %s\n", prog.c_str(),
+                 std::string(loaded.status().message()).c_str());
+    return 1;
+  }
+  std::shared_ptr<const ModuleIndex> index(std::move(*loaded));
+  ReportIndex(prog, *index, args.verbose, args.quiet);
+  if (args.show_config) {
+    std::fputs(FormatShowConfig(*index).c_str(), stdout);
+    std::fflush(stdout);
+    return std::ferror(stdout) ? 1 : 0;
+  }
   auto not_found = [&](const std::string& name) {
     if (args.quiet) return;
     std::fprintf(stderr, "%s: %s: Module %s not found in directory %s\n", prog.c_str(),
                  args.all ? "WARNING" : "FATAL", name.c_str(), options.modules_dir.c_str());
   };
-  if (!index.ok()) {
-    // kmod, without indexes, finds nothing.
-    for (const std::string& name : args.positional) {
-      not_found(name);
-      if (!args.all) break;
-    }
-    return 1;
-  }
-  const KmodResolver resolver(std::shared_ptr<const ModuleIndex>(std::move(*index)));
+  const KmodResolver resolver(index);
 
-  const bool show = args.show_depends || args.verbose > 0;
-  const bool ignore_loaded = args.show_depends;
-  const bool dry_run = args.dry_run || args.show_depends;
   std::vector<std::pair<std::string, std::optional<std::string>>> queries;
   if (args.all) {
     for (const std::string& name : args.positional) queries.emplace_back(name, std::nullopt);
@@ -278,8 +380,9 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
       for (const std::string& name : names) std::printf("%s\n", name.c_str());
       continue;
     }
-    const Resolution resolution =
-        resolver.Probe(query, {.blacklist_all = args.use_blacklist, .extra_options = extra});
+    const Resolution resolution = resolver.Probe(query, {.blacklist_all = args.use_blacklist,
+                                                         .extra_options = extra,
+                                                         .ignore_install = args.ignore_install});
     if (resolution.probes.empty()) {
       not_found(query);
       exit_code = 1;
@@ -287,50 +390,7 @@ int ModprobeMain(absl::string_view program, const std::vector<std::string>& argv
       continue;
     }
     for (const Probe& probe : resolution.probes) {
-      if (probe.blacklisted) continue;
-      // The module asked for is builtin or loaded already: nothing to do (kmod's check).
-      const bool top_builtin =
-          std::any_of(probe.steps.begin(), probe.steps.end(), [&](const ProbeStep& step) {
-            return step.name == probe.name && step.action == ProbeStep::Action::kBuiltin;
-          });
-      if (!ignore_loaded && (top_builtin || InKernel(probe.name))) continue;
-      for (const ProbeStep& step : probe.steps) {
-        if (!ignore_loaded &&
-            (step.action == ProbeStep::Action::kBuiltin || InKernel(step.name))) {
-          continue;
-        }
-        if (show) {
-          Resolution one;
-          one.probes.push_back({.name = step.name, .steps = {step}});
-          std::fputs(FormatShowDepends(one).c_str(), stdout);
-        }
-        if (dry_run) continue;
-        int err = 0;
-        switch (step.action) {
-          case ProbeStep::Action::kInsmod:
-            err = LoadFile(step.path, step.options);
-            break;
-          case ProbeStep::Action::kInstall:
-            err = RunInstall(step.name, absl::StrReplaceAll(step.command,
-                                                            {{"$CMDLINE_OPTS", step.options}}));
-            break;
-          case ProbeStep::Action::kBuiltin:
-            break;
-          case ProbeStep::Action::kNothing:
-            err = -ENOENT;
-            break;
-        }
-        // Only the module asked for and its dependencies count; softdeps may fail.
-        if (err == -EEXIST || !step.required) err = 0;
-        if (err < 0) {
-          std::fprintf(stderr, "%s: ERROR: could not insert '%s': %s\n", prog.c_str(),
-                       step.name.c_str(),
-                       err == -ENOENT ? "Unknown symbol in module, or unknown parameter (see dmesg)"
-                                      : std::strerror(-err));
-          exit_code = 1;
-          break;
-        }
-      }
+      if (!probe.blacklisted && RunProbe(prog, args, probe) != 0) exit_code = 1;
     }
   }
   std::fflush(stdout);

@@ -1,11 +1,13 @@
 // `hotring modprobe` and hotring invoked as `modprobe`, run as a process on a fake tree:
 // output, messages and exit codes as kmod's. Nothing is loaded (--show-depends, -R, -n).
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,17 +20,20 @@ extern char** environ;
 namespace hotring::hotplug::modules {
 namespace {
 
-std::string HotringBinary() {
+// A file of the test's runfiles (the workspace is "hotring", or "__main__" when used alone).
+std::string RunfilePath(const std::string& rel) {
   for (const char* var : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
     if (const char* dir = std::getenv(var)) {
-      for (const char* rel : {"/hotring/hotring", "/__main__/hotring"}) {
-        const std::string path = absl::StrCat(dir, rel);
-        if (::access(path.c_str(), X_OK) == 0) return path;
+      for (const char* workspace : {"/hotring/", "/__main__/"}) {
+        const std::string path = absl::StrCat(dir, workspace, rel);
+        if (::access(path.c_str(), F_OK) == 0) return path;
       }
     }
   }
-  return "hotring";
+  return rel;
 }
+
+std::string HotringBinary() { return RunfilePath("hotring"); }
 
 struct Result {
   int exit_code = -1;
@@ -161,6 +166,137 @@ TEST_F(ModprobeCommandTest, ResolveAliasAllAndParameters) {
                                 tree_->modules_dir(), "\n"));
   r = RunProgram(link_, Tree({"--show-depends", "base", "a=1", "b=two words"}));
   EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " a=1 b=\"two words\"\n"));
+}
+
+// kmod's own test trees ship a 0-byte modules.builtin.bin: kmod loses that index, silently.
+TEST_F(ModprobeCommandTest, AnEmptyIndexCostsOnlyItselfAndKmodSaysNothing) {
+  const std::string builtin_bin = Path("modules.builtin.bin");
+  ASSERT_EQ(::truncate(builtin_bin.c_str(), 0), 0);
+  Result r = RunProgram(link_, Tree({"--show-depends", "pci:v00001234d00000001"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " \n", "insmod ",
+                                Path("kernel/drivers/net/nic.ko"), " speed=10 duplex=full \n"));
+  EXPECT_EQ(r.err, "");
+  // The builtin's alias is in the other index and still answers.
+  r = RunProgram(link_, Tree({"-R", "platform:rtc_cmos"}));
+  EXPECT_EQ(r.out, "rtc_cmos\n");
+  // -vv says which file was passed over.
+  r = RunProgram(link_, Tree({"-vv", "--show-depends", "base"}));
+  EXPECT_EQ(r.err, absl::StrCat("modprobe: INFO: ", builtin_bin,
+                                ": empty file; nothing is looked up in it\n"));
+}
+
+TEST_F(ModprobeCommandTest, ACorruptIndexIsReportedOnceAndTheRestAnswers) {
+  const std::string alias_bin = Path("modules.alias.bin");
+  { std::ofstream(alias_bin, std::ios::trunc) << "this is not a kmod index\n"; }
+  Result r = RunProgram(link_, Tree({"--show-depends", "nic"}));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " \n", "insmod ",
+                                Path("kernel/drivers/net/nic.ko"), " speed=10 duplex=full \n"));
+  EXPECT_EQ(r.err, absl::StrCat("modprobe: ERROR: ", alias_bin,
+                                ": not a kmod index (magic 74686973); nothing is looked up in it\n"));
+  r = RunProgram(link_, Tree({"-q", "--show-depends", "pci:v00001234d00000001"}));
+  EXPECT_EQ(r.exit_code, 1);  // only modules.alias knew that alias
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(ModprobeCommandTest, ShowConfigPrintsTheConfigurationAndTheIndexes) {
+  for (const char* flag : {"-c", "--showconfig", "--show-config"}) {
+    const Result r = RunProgram(link_, Tree({flag}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out,
+              "blacklist old\n"
+              "options nic speed=10\n"
+              "options nic duplex=full\n"
+              "\n# End of configuration files. Dumping indexes now:\n\n"
+              "alias pci:v00001234d* nic\n"
+              "alias pci:v00005678d* old\n")
+        << flag;
+  }
+}
+
+TEST_F(ModprobeCommandTest, WithoutAModuleTreeTheConfigurationStillAnswers) {
+  // As kmod: no /lib/modules/V at all still prints the configuration and runs install commands
+  // that need no module file.
+  const std::vector<std::string> base = {"--root", tree_->root(), "-S", "9.9.9-none",
+                                         "--kernel-cmdline", "psmouse.proto=imps"};
+  std::vector<std::string> args = base;
+  args.push_back("-c");
+  Result r = RunProgram(link_, args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "blacklist old\n"
+            "options nic speed=10\n"
+            "options psmouse proto=imps\n"
+            "\n# End of configuration files. Dumping indexes now:\n\n");
+  args = base;
+  for (const char* a : {"--show-depends", "nic"}) args.push_back(a);
+  r = RunProgram(link_, args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, absl::StrCat("modprobe: FATAL: Module nic not found in directory ",
+                                tree_->root(), "/lib/modules/9.9.9-none\n"));
+}
+
+TEST_F(ModprobeCommandTest, IgnoreInstallLoadsTheFileOfTheModuleAskedFor) {
+  tree_->AddConfig("/etc/modprobe.d", "install.conf",
+                   "install nic /sbin/custom-nic $CMDLINE_OPTS\nsoftdep nic pre: old\n");
+  ASSERT_TRUE(tree_->Write().ok());
+  Result r = RunProgram(link_, Tree({"--show-depends", "nic"}));
+  EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " \n", "insmod ",
+                                Path("kernel/drivers/misc/old.ko"), " \n", "insmod ",
+                                Path("kernel/drivers/net/nic.ko"), " speed=10 duplex=full \n"));
+  // Softdeps make kmod skip the install command anyway; without them it is used...
+  tree_->AddConfig("/etc/modprobe.d", "install.conf", "install nic /sbin/custom-nic\n");
+  ASSERT_TRUE(tree_->Write().ok());
+  r = RunProgram(link_, Tree({"--show-depends", "nic"}));
+  EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " \n",
+                                "install /sbin/custom-nic speed=10 duplex=full \n"));
+  // ...and -i ignores it.
+  r = RunProgram(link_, Tree({"--show-depends", "-i", "nic"}));
+  EXPECT_EQ(r.out, absl::StrCat("insmod ", Path("kernel/lib/base.ko"), " \n", "insmod ",
+                                Path("kernel/drivers/net/nic.ko"), " speed=10 duplex=full \n"));
+}
+
+TEST_F(ModprobeCommandTest, BadConfigurationLinesAreReportedEvenWhenQuiet) {
+  // kmod reads the configuration before -q takes effect.
+  tree_->AddConfig("/etc/modprobe.d", "bad.conf", "frobnicate x\n");
+  ASSERT_TRUE(tree_->Write().ok());
+  const Result r = RunProgram(link_, Tree({"-q", "--show-depends", "base"}));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, absl::StrCat("modprobe: ERROR: ", tree_->root(),
+                                "/etc/modprobe.d/bad.conf line 1: ignoring bad line starting "
+                                "with 'frobnicate'\n"));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// `modprobe -c` against Debian's modprobe (kmod 30) on the same tree: each case of
+// testdata/show_config holds a root (modprobe.d directories, the tree's modules.softdep and
+// damaged index files, /proc/cmdline) and expected.out, which testing/kmod/compare_modprobe.sh
+// --update-goldens wrote from the real modprobe run in a chroot of that root.
+TEST(ModprobeShowConfigTest, PrintsWhatDebiansModprobePrintsForEachCase) {
+  const std::string dir = RunfilePath("hotplug/modules/testdata/show_config");
+  std::vector<std::string> cases;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') cases.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  // directives, dirs-and-order, empty, kernel-cmdline, no-tree: a lost case must fail.
+  ASSERT_GE(cases.size(), 5u) << dir;
+  for (const std::string& name : cases) {
+    SCOPED_TRACE(name);
+    const std::string root = absl::StrCat(dir, "/", name, "/root");
+    const Result r = RunProgram(HotringBinary(),
+                                {"modprobe", "--root", root, "-S", "4.4.4", "--kernel-cmdline",
+                                 ReadFile(root + "/proc/cmdline"), "-c"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, ReadFile(absl::StrCat(dir, "/", name, "/expected.out")));
+  }
 }
 
 TEST_F(ModprobeCommandTest, UsageErrors) {

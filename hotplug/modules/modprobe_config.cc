@@ -180,14 +180,15 @@ void ModprobeConfig::ParseFile(absl::string_view text, absl::string_view filenam
           remove.push_back({std::move(module), std::string(*rest)});
         } else {
           Softdep dep{.pattern = std::move(module)};
-          std::vector<std::string>* target = nullptr;
+          std::optional<Softdep::Part> part;
           for (const absl::string_view word : SoftdepWords(*rest)) {
             if (word == "pre:") {
-              target = &dep.pre;
+              part = Softdep::Part::kPre;
             } else if (word == "post:") {
-              target = &dep.post;
-            } else if (target != nullptr) {
-              target->emplace_back(word);
+              part = Softdep::Part::kPost;
+            } else if (part) {
+              (*part == Softdep::Part::kPre ? dep.pre : dep.post).emplace_back(word);
+              dep.order.push_back(*part);
             }
           }
           softdeps.push_back(std::move(dep));
@@ -300,7 +301,8 @@ void ModprobeConfig::ParseKernelCmdline(absl::string_view cmdline) {
 }
 
 std::vector<std::string> ListConfigFiles(const std::vector<std::string>& paths,
-                                         const std::string& modules_dir) {
+                                         const std::string& modules_dir,
+                                         std::vector<std::string>* errors) {
   // name -> path; the first path to offer a name keeps it.
   std::map<std::string, std::string> files;
   files.emplace("modules.softdep", modules_dir + "/modules.softdep");
@@ -323,6 +325,10 @@ std::vector<std::string> ListConfigFiles(const std::vector<std::string>& paths,
       struct stat entry_st;
       if (::fstatat(::dirfd(dir), entry->d_name, &entry_st, 0) == 0 &&
           S_ISDIR(entry_st.st_mode)) {
+        if (errors != nullptr) {
+          errors->push_back(
+              absl::StrCat("Directories inside directories are not supported: ", path, "/", name));
+        }
         continue;
       }
       files.emplace(std::string(name), absl::StrCat(path, "/", name));

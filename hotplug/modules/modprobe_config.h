@@ -6,6 +6,7 @@
 #ifndef HOTRING_HOTPLUG_MODULES_MODPROBE_CONFIG_H_
 #define HOTRING_HOTPLUG_MODULES_MODPROBE_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,13 @@ struct ModprobeConfig {
     std::string command;
   };
   struct Softdep {
+    enum class Part : uint8_t { kPre, kPost };
     std::string pattern;
     std::vector<std::string> pre;
     std::vector<std::string> post;
+    // Which list each name went to, in line order: `modprobe -c` prints each list as the
+    // stretch of the line from its first name to its last (kmod's softdep_to_char).
+    std::vector<Part> order;
   };
 
   std::vector<Alias> aliases;
@@ -67,9 +72,12 @@ std::string ModnameOfPath(absl::string_view path);
 
 // The files kmod reads, in reading order: entries of `paths` (directories, or single files),
 // `*.conf` and `*.alias` names not starting with '.', plus `modules_dir`/modules.softdep; a
-// name seen in an earlier path hides later ones; sorted by name. Missing paths are skipped.
+// name seen in an earlier path hides later ones; sorted by name. Missing paths are skipped; a
+// directory with a configuration name is skipped and, as kmod does, complained about in
+// `errors` (when given).
 [[nodiscard]] std::vector<std::string> ListConfigFiles(const std::vector<std::string>& paths,
-                                                       const std::string& modules_dir);
+                                                       const std::string& modules_dir,
+                                                       std::vector<std::string>* errors = nullptr);
 
 // Reads and parses `files` (missing or unreadable ones are skipped, as kmod does).
 [[nodiscard]] ModprobeConfig LoadConfigFiles(const std::vector<std::string>& files);

@@ -80,6 +80,16 @@ TEST(ModprobeConfigTest, ContinuationLinesAndSoftdepQuirks) {
   EXPECT_THAT(c.softdeps[3].post, IsEmpty());
 }
 
+TEST(ModprobeConfigTest, SoftdepRemembersWhichListEachNameWentToInLineOrder) {
+  ModprobeConfig c;
+  c.ParseFile("softdep m post: p1 pre: q1 post: p2 q2\n", "o.conf");
+  ASSERT_THAT(c.softdeps, SizeIs(1));
+  using Part = ModprobeConfig::Softdep::Part;
+  EXPECT_THAT(c.softdeps[0].pre, ElementsAre("q1"));
+  EXPECT_THAT(c.softdeps[0].post, ElementsAre("p1", "p2", "q2"));
+  EXPECT_THAT(c.softdeps[0].order, ElementsAre(Part::kPost, Part::kPre, Part::kPost, Part::kPost));
+}
+
 TEST(ModprobeConfigTest, KernelCommandLine) {
   ModprobeConfig c;
   c.ParseKernelCmdline(
@@ -141,10 +151,13 @@ TEST(ModprobeConfigTest, FilesInPrecedenceAndNameOrder) {
   Write(lib + "/z.alias", "");
   MakeDir(lib + "/dir.conf");
   Write(base + "/single.conf", "");
+  std::vector<std::string> errors;
   const std::vector<std::string> files =
-      ListConfigFiles({etc, base + "/missing", lib, base + "/single.conf"}, mods);
+      ListConfigFiles({etc, base + "/missing", lib, base + "/single.conf"}, mods, &errors);
   EXPECT_THAT(files, ElementsAre(lib + "/a.conf", etc + "/b.conf", mods + "/modules.softdep",
                                  base + "/single.conf", lib + "/z.alias"));
+  EXPECT_THAT(errors,
+              ElementsAre("Directories inside directories are not supported: " + lib + "/dir.conf"));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Everything module resolution reads, loaded once: the indexes of one kernel's module tree
 // (/lib/modules/VERSION: modules.dep, modules.alias, modules.symbols, modules.builtin,
 // modules.builtin.alias; the .bin files mapped, or, where only the text file exists, an
-// index image built from it in memory) and the modprobe.d configuration with the kernel
-// command line.
+// index image built from it in memory; a damaged .bin costs only its own index) and the
+// modprobe.d configuration with the kernel command line.
 #ifndef HOTRING_HOTPLUG_MODULES_MODULE_INDEX_H_
 #define HOTRING_HOTPLUG_MODULES_MODULE_INDEX_H_
 
@@ -26,6 +26,10 @@ struct ModuleIndexOptions {
   std::vector<std::string> config_paths;
   // Kernel command line text; nullopt reads /proc/cmdline (missing: none).
   std::optional<std::string> kernel_cmdline;
+  // False: a tree without modules.dep still loads (kmod's modprobe answers from the
+  // configuration and the other indexes, and prints its configuration, without one). True
+  // (the daemon, trigger): no modules.dep at all means no module tree, and Load fails.
+  bool require_modules_dep = true;
 };
 
 // The default modules directory: /lib/modules/`uname -r` under `root`.
@@ -33,11 +37,32 @@ struct ModuleIndexOptions {
 // kDefaultConfigDirs under `root`.
 [[nodiscard]] std::vector<std::string> DefaultConfigPaths(const std::string& root = "");
 
+// How one index of the tree was read (or why it was not).
+struct IndexFile {
+  enum class State {
+    kAbsent,   // neither NAME.bin nor the text file exists
+    kBinary,   // NAME.bin, mapped
+    kText,     // no NAME.bin: built from the text file
+    kEmpty,    // NAME.bin shorter than kmod's header (0 bytes in kmod's own test trees)
+    kCorrupt,  // NAME.bin unreadable, bad magic or version, or truncated
+  };
+  std::string name;  // "modules.alias"
+  std::string path;  // the file read, or the NAME.bin that could not be used
+  State state = State::kAbsent;
+  std::string problem;  // kEmpty, kCorrupt: what is wrong, for the log
+
+  // Lookups in it find nothing; the other indexes still answer.
+  [[nodiscard]] bool damaged() const { return state == State::kEmpty || state == State::kCorrupt; }
+};
+
 // Owns the loaded indexes and configuration. Immutable once loaded.
 class ModuleIndex {
  public:
-  // Fails only when modules.dep (.bin or text) is missing or unreadable: without it no module
-  // can be found. The other indexes are optional, as for kmod.
+  // Each index stands alone, as in kmod 30: a NAME.bin that is empty, truncated or corrupt
+  // costs that index only (its lookups find nothing, and its text file is not read instead:
+  // kmod never reads the text files) and is listed in index_files() for the caller to log.
+  // A missing NAME.bin is built from its text file. Fails only when `require_modules_dep` and
+  // neither modules.dep.bin nor modules.dep exists (no module tree at all).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ModuleIndex>> Load(
       const ModuleIndexOptions& options);
 
@@ -50,6 +75,10 @@ class ModuleIndex {
   const ModprobeConfig& config() const { return config_; }
   // Which files were read, for status and logs ("modules.alias.bin", "modules.alias (text)").
   const std::vector<std::string>& sources() const { return sources_; }
+  // The five indexes (dep, alias, symbols, builtin, builtin alias) and how each was read.
+  const std::vector<IndexFile>& index_files() const { return index_files_; }
+  // One line per damaged index: "PATH: PROBLEM".
+  [[nodiscard]] std::vector<std::string> DamagedIndexes() const;
 
  private:
   ModuleIndex() = default;
@@ -62,6 +91,7 @@ class ModuleIndex {
   std::optional<KmodIndex> builtin_alias_;
   ModprobeConfig config_;
   std::vector<std::string> sources_;
+  std::vector<IndexFile> index_files_;
 };
 
 }  // namespace hotring::hotplug::modules

@@ -300,6 +300,11 @@ absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(
       [index_options]() -> absl::StatusOr<std::shared_ptr<const Resolver>> {
     const MonoTime start = MonoNow();
     HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<ModuleIndex> index, ModuleIndex::Load(index_options));
+    // Once per load: a damaged index answers nothing until depmod is run and the index reloaded.
+    for (const std::string& damaged : index->DamagedIndexes()) {
+      LogWarning("modules: %s; nothing is looked up in it", damaged);
+    }
+    for (const std::string& error : index->config().errors) LogWarning("modules: %s", error);
     auto resolver = std::make_shared<const KmodResolver>(
         std::shared_ptr<const ModuleIndex>(std::move(index)));
     LogInfo("modules: index of %s ready in %.2fms", index_options.modules_dir,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "hotplug/modules/kmod_index.h"
@@ -77,6 +78,9 @@ void FuzzImage(absl::string_view input) {
     index->SearchWild(query, &found);
     CheckWildOrder(found);
   }
+  // The dump (modprobe -c) ends on any image, cyclic child tables included.
+  std::string dump;
+  index->Dump("alias ", &dump);
 }
 
 struct Entry {
@@ -115,6 +119,20 @@ void FuzzWriter(absl::string_view input) {
   const std::string image = writer.Serialize();
   absl::StatusOr<modules::KmodIndex> index = modules::KmodIndex::FromBytes(image);
   Require(index.ok(), "the reader opens what the writer wrote");
+
+  // The dump lists every value once, keys in byte order, a key's values as stored (priority,
+  // then the newest first), as kmod_dump_index does.
+  std::string expected_dump;
+  for (const auto& [key, entries] : model) {
+    std::vector<Entry> stored = entries;
+    std::stable_sort(stored.begin(), stored.end(), [](const Entry& a, const Entry& b) {
+      return a.priority != b.priority ? a.priority < b.priority : a.seq > b.seq;
+    });
+    for (const Entry& e : stored) absl::StrAppend(&expected_dump, key, " ", e.value, "\n");
+  }
+  std::string dump;
+  index->Dump("", &dump);
+  Require(dump == expected_dump, "the dump lists every key's values in kmod's order");
 
   for (const auto& [key, entries] : model) {
     // The first stored value: lowest priority, the newest of those (depmod's order).
