@@ -106,6 +106,79 @@ std::string CpuText(std::optional<int> cpu) {
   return cpu.has_value() ? absl::StrCat("CPU ", *cpu) : std::string("any CPU");
 }
 
+std::vector<std::string> ServerArgs(const UdsLaunchOptions& options) {
+  std::vector<std::string> server_args = options.self_argv;
+  server_args.insert(server_args.end(),
+                     {"uds-server", "--mode", std::string(UdsModeName(options.mode)),
+                      "--listen-fd", absl::StrCat(kChildFd), "--json"});
+  if (options.server_cpu.has_value()) {
+    server_args.insert(server_args.end(), {"--cpu", absl::StrCat(*options.server_cpu)});
+  }
+  return server_args;
+}
+
+// Why the run failed, if a child did: the child that failed first is the story; the others
+// were stopped because of it.
+absl::Status FirstFailure(std::vector<ChildOutcome>& outcomes, int first_failed) {
+  if (first_failed > 0) std::swap(outcomes[0], outcomes[first_failed]);
+  for (const ChildOutcome& outcome : outcomes) {
+    if (!outcome.output.ok()) {
+      return absl::Status(outcome.output.status().code(),
+                          absl::StrCat(outcome.name, ": ", outcome.output.status().message()));
+    }
+    if (!outcome.exit.ok()) {
+      return absl::Status(outcome.exit.status().code(),
+                          absl::StrCat(outcome.name, ": ", outcome.exit.status().message()));
+    }
+    if (!outcome.exit->success()) {
+      return absl::InternalError(
+          absl::StrCat(outcome.name, " failed (", io::process::DescribeExit(*outcome.exit), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The figures the children reported (server, caller, then the echo peer of a relay), once
+// their counts add up.
+absl::StatusOr<UdsLaunchResult> ResultOf(const UdsLaunchOptions& options,
+                                         const std::vector<ChildOutcome>& outcomes) {
+  UdsLaunchResult result;
+  result.mode = options.mode;
+  result.loops = options.client.loops;
+  result.server_cpu = options.server_cpu;
+  result.client_cpu = options.client_cpu;
+  result.client2_cpu = options.mode == UdsMode::kRelay
+                           ? (options.client2_cpu.has_value() ? options.client2_cpu
+                                                              : options.client_cpu)
+                           : std::nullopt;
+  HOTRING_ASSIGN_OR_RETURN(result.server, ParseUdsServerJson(LastLine(*outcomes[0].output)));
+  HOTRING_ASSIGN_OR_RETURN(result.caller, ParseUdsClientJson(LastLine(*outcomes[1].output)));
+  if (options.mode == UdsMode::kRelay) {
+    HOTRING_ASSIGN_OR_RETURN(const UdsClientResult echo,
+                             ParseUdsClientJson(LastLine(*outcomes[2].output)));
+    result.echo = echo;
+  }
+
+  // The counts must add up: every call went through the server once each way (relay: twice).
+  const uint64_t loops = options.client.loops;
+  const uint64_t hops = options.mode == UdsMode::kRelay ? 2 : 1;
+  if (result.caller.role != 1 || result.caller.messages != loops) {
+    return absl::DataLossError(absl::StrFormat(
+        "caller: role %d completed %d calls, expected role 1 and %d calls", result.caller.role,
+        result.caller.messages, loops));
+  }
+  if (result.server.messages != hops * loops) {
+    return absl::DataLossError(absl::StrFormat("server passed %d messages, expected %d",
+                                               result.server.messages, hops * loops));
+  }
+  if (result.echo.has_value() && (result.echo->role != 2 || result.echo->messages != loops)) {
+    return absl::DataLossError(
+        absl::StrFormat("echo peer: role %d echoed %d messages, expected role 2 and %d",
+                        result.echo->role, result.echo->messages, loops));
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::Status ValidateUdsLaunchOptions(const UdsLaunchOptions& options) {
@@ -159,16 +232,9 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
   }
   watchers.Spawn(KillAtDeadline(reactor, options.timeout, &children, &timed_out));
 
-  std::vector<std::string> server_args = options.self_argv;
-  server_args.insert(server_args.end(),
-                     {"uds-server", "--mode", std::string(UdsModeName(options.mode)),
-                      "--listen-fd", absl::StrCat(kChildFd), "--json"});
-  if (options.server_cpu.has_value()) {
-    server_args.insert(server_args.end(), {"--cpu", absl::StrCat(*options.server_cpu)});
-  }
   HOTRING_CO_ASSIGN_OR_RETURN(
       ChildProcess server,
-      spawner->Start(BenchProcessRequest(options.self_exe, server_args,
+      spawner->Start(BenchProcessRequest(options.self_exe, ServerArgs(options),
                                          {{.parent_fd = listener.get(), .child_fd = kChildFd}})));
   children.push_back(std::move(server));
   outcomes.push_back(ChildOutcome{"uds-server"});
@@ -222,58 +288,8 @@ Task<absl::StatusOr<UdsLaunchResult>> RunUdsLaunch(io::Reactor& reactor, UdsLaun
         "bench uds: not finished after %s; the processes were killed",
         absl::FormatDuration(options.timeout)));
   }
-  // The child that failed first is the story; the others were stopped because of it.
-  if (first_failed > 0) std::swap(outcomes[0], outcomes[first_failed]);
-  for (const ChildOutcome& outcome : outcomes) {
-    if (!outcome.output.ok()) {
-      co_return absl::Status(outcome.output.status().code(),
-                             absl::StrCat(outcome.name, ": ", outcome.output.status().message()));
-    }
-    if (!outcome.exit.ok()) {
-      co_return absl::Status(outcome.exit.status().code(),
-                             absl::StrCat(outcome.name, ": ", outcome.exit.status().message()));
-    }
-    if (!outcome.exit->success()) {
-      co_return absl::InternalError(
-          absl::StrCat(outcome.name, " failed (", io::process::DescribeExit(*outcome.exit), ")"));
-    }
-  }
-
-  UdsLaunchResult result;
-  result.mode = options.mode;
-  result.loops = options.client.loops;
-  result.server_cpu = options.server_cpu;
-  result.client_cpu = options.client_cpu;
-  result.client2_cpu = options.mode == UdsMode::kRelay
-                           ? (options.client2_cpu.has_value() ? options.client2_cpu
-                                                              : options.client_cpu)
-                           : std::nullopt;
-  HOTRING_CO_ASSIGN_OR_RETURN(result.server, ParseUdsServerJson(LastLine(*outcomes[0].output)));
-  HOTRING_CO_ASSIGN_OR_RETURN(result.caller, ParseUdsClientJson(LastLine(*outcomes[1].output)));
-  if (options.mode == UdsMode::kRelay) {
-    HOTRING_CO_ASSIGN_OR_RETURN(const UdsClientResult echo,
-                                ParseUdsClientJson(LastLine(*outcomes[2].output)));
-    result.echo = echo;
-  }
-
-  // The counts must add up: every call went through the server once each way (relay: twice).
-  const uint64_t loops = options.client.loops;
-  const uint64_t hops = options.mode == UdsMode::kRelay ? 2 : 1;
-  if (result.caller.role != 1 || result.caller.messages != loops) {
-    co_return absl::DataLossError(absl::StrFormat(
-        "caller: role %d completed %d calls, expected role 1 and %d calls", result.caller.role,
-        result.caller.messages, loops));
-  }
-  if (result.server.messages != hops * loops) {
-    co_return absl::DataLossError(absl::StrFormat("server passed %d messages, expected %d",
-                                                  result.server.messages, hops * loops));
-  }
-  if (result.echo.has_value() && (result.echo->role != 2 || result.echo->messages != loops)) {
-    co_return absl::DataLossError(
-        absl::StrFormat("echo peer: role %d echoed %d messages, expected role 2 and %d",
-                        result.echo->role, result.echo->messages, loops));
-  }
-  co_return result;
+  HOTRING_CO_RETURN_IF_ERROR(FirstFailure(outcomes, first_failed));
+  co_return ResultOf(options, outcomes);
 }
 
 io::process::SpawnRequest BenchProcessRequest(std::string exe, std::vector<std::string> argv,

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -423,6 +424,71 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   return ErrnoStatus(absl::StrCat("exec ", cmdline.init));
 }
 
+// Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process. Notes
+// in `phases` when it wrote its first and its last uevent file; powers off if the walk fails.
+// `after_drivers_first` (may be empty) runs once the devices waiting for a driver are written.
+void Coldplug(const BootCmdline& cmdline, const std::vector<std::string>& daemon_args,
+              std::function<void()> after_drivers_first, Phases& phases) {
+  TriggerOptions trigger;
+  trigger.action = "add";
+  // The devices waiting for a driver first: their module loads are most of the boot, and start
+  // before the few hundred other devices are walked and written. Devices only (udevadm
+  // trigger's default): module, bus and driver objects have nothing to handle here.
+  trigger.drivers_first = cmdline.drivers_first;
+  trigger.filter.subsystems = cmdline.coldplug_subsystems;
+  // Only what the daemon's rules and module loader act on, and what a wait may name (nodes and
+  // network interfaces): on a one-vCPU boot the other ~200 devices' events cost the drivers'
+  // loads their CPU (docs/benchmarks.md). Every device when the daemon runs handlers or keeps
+  // a database that want them all.
+  trigger.needed = cmdline.coldplug_needed && !WantsEveryDevice(daemon_args);
+  trigger.needed_keeps_waitable = true;
+  trigger.config = "/etc/mdev.conf";
+  FILE* quiet = std::fopen("/dev/null", "w");
+  TriggerEnvironment env;
+  env.out = quiet != nullptr ? quiet : stdout;
+  env.progress = false;
+  env.after_drivers_first = std::move(after_drivers_first);
+  absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
+  if (quiet != nullptr) std::fclose(quiet);
+  if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
+  phases.triggered = BootTime();
+  phases.first_write = triggered->first_write.has_value()
+                           ? phases.triggered - Since(*triggered->first_write, MonoNow())
+                           : phases.triggered;
+  if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
+}
+
+// The daemon's timeline as `hotring-timeline:` lines, for `hotring report --svg` on the host:
+// the console is the guest's only way out.
+void PrintTimeline() {
+  absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
+  if (lines.ok()) {
+    for (absl::string_view line : absl::StrSplit(*lines, '\n', absl::SkipEmpty())) {
+      std::printf("hotring-timeline: %.*s\n", static_cast<int>(line.size()), line.data());
+    }
+    std::fflush(stdout);
+  } else {
+    Say(absl::StrCat("hotring init: timeline: ", lines.status().ToString()));
+  }
+}
+
+// The end of the initramfs's work: powers off (hotring.test, or no root= given), or mounts
+// root=, stops the daemon and switches to the new root's init; powers off if that fails.
+[[noreturn]] void LeaveInitramfs(const BootCmdline& cmdline, DaemonChild& daemon) {
+  if (cmdline.test || cmdline.root.empty()) {
+    StopDaemon(daemon, absl::Seconds(5));
+    PowerOff(cmdline.test ? "" : "no root= given");
+  }
+  absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
+  if (!root_device.ok()) PowerOff(root_device.status().ToString());
+  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
+  // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
+  StopDaemon(daemon, absl::Seconds(5));
+  Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
+  const absl::Status switched = SwitchRoot(cmdline);
+  PowerOff(switched.ToString());
+}
+
 [[noreturn]] void RunInit() {
   const absl::Duration init_start = BootTime();
   ::umask(022);
@@ -471,37 +537,13 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
 
   // Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process.
   const absl::Duration coldplug_start = BootTime();
-  TriggerOptions trigger;
-  trigger.action = "add";
-  // The devices waiting for a driver first: their module loads are most of the boot, and start
-  // before the few hundred other devices are walked and written. Devices only (udevadm
-  // trigger's default): module, bus and driver objects have nothing to handle here.
-  trigger.drivers_first = cmdline.drivers_first;
-  trigger.filter.subsystems = cmdline.coldplug_subsystems;
-  // Only what the daemon's rules and module loader act on, and what a wait may name (nodes and
-  // network interfaces): on a one-vCPU boot the other ~200 devices' events cost the drivers'
-  // loads their CPU (docs/benchmarks.md). Every device when the daemon runs handlers or keeps
-  // a database that want them all.
-  trigger.needed = cmdline.coldplug_needed && !WantsEveryDevice(daemon_args);
-  trigger.needed_keeps_waitable = true;
-  trigger.config = "/etc/mdev.conf";
-  FILE* quiet = std::fopen("/dev/null", "w");
-  TriggerEnvironment env;
-  env.out = quiet != nullptr ? quiet : stdout;
-  env.progress = false;
   // With the early socket, the devices waiting for a driver are written while the daemon
   // starts (their uevents wait in the socket). On one CPU (hotring.early_coldplug=1) the rest
   // of the walk would only take the daemon's start-up CPU: it waits for it there; with more,
   // they run side by side.
-  if (early_socket && !several_cpus) env.after_drivers_first = wait_ready;
-  absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
-  if (quiet != nullptr) std::fclose(quiet);
-  if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
-  phases.triggered = BootTime();
-  phases.first_write = triggered->first_write.has_value()
-                           ? phases.triggered - Since(*triggered->first_write, MonoNow())
-                           : phases.triggered;
-  if (triggered->failed > 0) Say(absl::StrCat("hotring init: ", FormatTriggerSummary(*triggered, false)));
+  std::function<void()> after_drivers_first;
+  if (early_socket && !several_cpus) after_drivers_first = wait_ready;
+  Coldplug(cmdline, daemon_args, std::move(after_drivers_first), phases);
   wait_ready();  // settle asks the daemon
   absl::Status settled = Settle(kDefaultSocket, cmdline.settle_timeout);
   if (settled.ok() && !cmdline.settle_for.empty()) {
@@ -530,31 +572,8 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
   const Fields fields = status.ok() ? *status : Fields{{"error", status.status().ToString()}};
   Say(SummaryLine(fields, settled_at - coldplug_start, modules.size()));
   PrintFacts(cmdline, fields, init_start, settled_at, phases, modules, cpu_fact);
-  if (cmdline.timeline) {
-    // For `hotring report --svg` on the host: the console is the guest's only way out.
-    absl::StatusOr<std::string> lines = FetchTimelineLines(kDefaultSocket);
-    if (lines.ok()) {
-      for (absl::string_view line : absl::StrSplit(*lines, '\n', absl::SkipEmpty())) {
-        std::printf("hotring-timeline: %.*s\n", static_cast<int>(line.size()), line.data());
-      }
-      std::fflush(stdout);
-    } else {
-      Say(absl::StrCat("hotring init: timeline: ", lines.status().ToString()));
-    }
-  }
-
-  if (cmdline.test || cmdline.root.empty()) {
-    StopDaemon(*daemon, absl::Seconds(5));
-    PowerOff(cmdline.test ? "" : "no root= given");
-  }
-  absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
-  if (!root_device.ok()) PowerOff(root_device.status().ToString());
-  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
-  // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
-  StopDaemon(*daemon, absl::Seconds(5));
-  Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
-  const absl::Status switched = SwitchRoot(cmdline);
-  PowerOff(switched.ToString());
+  if (cmdline.timeline) PrintTimeline();
+  LeaveInitramfs(cmdline, *daemon);
 }
 
 }  // namespace

@@ -67,13 +67,17 @@ std::string XmlEscape(absl::string_view text) {
   return out;
 }
 
-std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
-  // Rows: events with a known start, in order of that start; then module loads.
-  struct Row {
-    const EventSpan* event = nullptr;
-    const ModuleLoad* module = nullptr;
-    int64_t begin = 0;
-  };
+namespace {
+
+// One row of the chart: an event with a known start, or a module load.
+struct Row {
+  const EventSpan* event = nullptr;
+  const ModuleLoad* module = nullptr;
+  int64_t begin = 0;
+};
+
+// Events with a known start, in order of that start; then module loads.
+std::vector<Row> ChartRows(const Timeline& timeline) {
   std::vector<Row> rows;
   for (const EventSpan& e : timeline.events) {
     const std::optional<int64_t> begin = e.received_us ? e.received_us : e.released_us;
@@ -88,6 +92,104 @@ std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
   std::stable_sort(module_rows.begin(), module_rows.end(),
                    [](const Row& a, const Row& b) { return a.begin < b.begin; });
   rows.insert(rows.end(), module_rows.begin(), module_rows.end());
+  return rows;
+}
+
+// The chart being drawn: the span of time it shows, [t0, t1] in microseconds, pixels per
+// microsecond, and the SVG text so far.
+struct Chart {
+  int64_t t0;
+  int64_t t1;
+  double scale;
+  std::string svg;
+
+  double X(int64_t t) const { return kLabelWidth + static_cast<double>(t - t0) * scale; }
+
+  void Legend() {
+    double lx = kMargin;
+    for (const auto& [cls, name] : std::vector<std::pair<const char*, const char*>>{
+             {"held", "held (SEQNUM gap)"}, {"queued", "queued behind a related event"},
+             {"slot", "waiting for a handler slot"},
+             {"run", "handler"}, {"failed", "failed"}, {"timed_out", "timed out"},
+             {"open", "unfinished"}, {"module", "module load"}}) {
+      absl::StrAppendFormat(&svg,
+                            "<rect class=\"%s legend\" x=\"%.0f\" y=\"28\" width=\"10\" height=\"10\"/>"
+                            "<text x=\"%.0f\" y=\"37\">%s</text>\n",
+                            cls, lx, lx + 14, name);
+      lx += 14 + 7.0 * static_cast<double>(absl::string_view(name).size()) + 16;
+    }
+  }
+
+  // A vertical line and a label per tick, down to `bottom`.
+  void Axis(double bottom) {
+    const int64_t step = TickStep(t1 - t0);
+    for (int64_t t = 0; t0 + t <= t1; t += step) {
+      absl::StrAppendFormat(&svg,
+                            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>"
+                            "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
+                            X(t0 + t), kTop - 6, X(t0 + t), bottom, X(t0 + t), kTop - 10,
+                            TickLabel(t));
+    }
+  }
+
+  // A segment of the row at `y`, with its tooltip.
+  void Bar(const char* cls, int64_t from, int64_t to, double y, const std::string& tip) {
+    const double w = std::max(1.0, (static_cast<double>(to - from)) * scale);
+    absl::StrAppendFormat(&svg,
+                          "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\">"
+                          "<title>%s</title></rect>\n",
+                          cls, X(from), y + 2, w, kRowHeight - 4, tip);
+  }
+
+  // An event's label, then its segments: held, queued, handled (or still open at t1).
+  void EventRow(const Timeline& timeline, const EventSpan& e, int64_t begin, double y) {
+    const std::string name = XmlEscape(absl::StrCat(
+        e.seqnum.has_value() ? absl::StrCat(*e.seqnum) : "-", " ", e.action, " ",
+        Shorten(e.devpath, 56)));
+    absl::StrAppendFormat(&svg, "<text class=\"label\" x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                          kMargin, y + kRowHeight - 4, name);
+    const std::string tip_base = XmlEscape(absl::StrCat(
+        e.seqnum.has_value() ? absl::StrCat("SEQNUM ", *e.seqnum, " ") : "", e.action, " ",
+        e.devpath, e.subsystem.empty() ? "" : absl::StrCat(" (", e.subsystem, ")")));
+    int64_t at = begin;
+    if (e.received_us && e.released_us && *e.released_us > *e.received_us) {
+      Bar("held", *e.received_us, *e.released_us, y,
+          absl::StrCat(tip_base, ": held ", TickLabel(*e.released_us - *e.received_us)));
+    }
+    if (e.released_us) at = *e.released_us;
+    if (e.released_us && e.started_us && *e.started_us > *e.released_us) {
+      const EventSpan* blocker = FindBlocker(timeline, e);
+      Bar(blocker != nullptr ? "queued" : "slot", *e.released_us, *e.started_us, y,
+          absl::StrCat(tip_base, ": queued ", TickLabel(*e.started_us - *e.released_us),
+                       blocker != nullptr
+                           ? absl::StrCat(" behind ", XmlEscape(blocker->devpath))
+                           : std::string(" for a handler slot")));
+    }
+    if (e.started_us) at = *e.started_us;
+    if (e.started_us && e.handled_us) {
+      const char* cls = e.result == "failed"      ? "failed"
+                        : e.result == "timed_out" ? "timed_out"
+                                                  : "run";
+      Bar(cls, *e.started_us, *e.handled_us, y,
+          absl::StrCat(tip_base, ": ", e.result, " in ",
+                       TickLabel(*e.handled_us - *e.started_us)));
+    } else if (!e.handled_us) {
+      Bar("open", at, t1, y, absl::StrCat(tip_base, ": unfinished"));
+    }
+  }
+
+  void ModuleRow(const ModuleLoad& m, double y) {
+    absl::StrAppendFormat(&svg, "<text class=\"label\" x=\"%.0f\" y=\"%.0f\">module %s</text>\n",
+                          kMargin, y + kRowHeight - 4, XmlEscape(m.module));
+    Bar("module", m.end_us - m.took_us, m.end_us, y,
+        absl::StrCat(XmlEscape(m.module), m.ok ? "" : " FAILED", ": ", TickLabel(m.took_us)));
+  }
+};
+
+}  // namespace
+
+std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
+  std::vector<Row> rows = ChartRows(timeline);
   const size_t total_rows = rows.size();
   if (rows.size() > options.max_rows) rows.resize(options.max_rows);
 
@@ -104,12 +206,11 @@ std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
       t1 = std::max(t1, r.module->end_us);
     }
   }
-  const double scale = options.chart_width / static_cast<double>(t1 - t0);
-  auto x = [&](int64_t t) { return kLabelWidth + static_cast<double>(t - t0) * scale; };
   const double width = kLabelWidth + options.chart_width + kMargin;
   const double height = kTop + kRowHeight * static_cast<double>(rows.size()) + 2 * kMargin;
 
-  std::string svg = absl::StrFormat(
+  Chart chart{t0, t1, options.chart_width / static_cast<double>(t1 - t0), ""};
+  chart.svg = absl::StrFormat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
       "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
@@ -122,87 +223,22 @@ std::string RenderSvg(const Timeline& timeline, const SvgOptions& options) {
   absl::StrAppendFormat(&title, ": %d events, %d module loads, %s", timeline.events.size(),
                         timeline.modules.size(), DurationLabel(t1 - t0));
   if (total_rows > rows.size()) absl::StrAppendFormat(&title, " (first %d rows)", rows.size());
-  absl::StrAppendFormat(&svg, "<text class=\"title\" x=\"%.0f\" y=\"18\" font-size=\"14\">%s</text>\n",
+  absl::StrAppendFormat(&chart.svg,
+                        "<text class=\"title\" x=\"%.0f\" y=\"18\" font-size=\"14\">%s</text>\n",
                         kMargin, title);
-  // Legend.
-  double lx = kMargin;
-  for (const auto& [cls, name] : std::vector<std::pair<const char*, const char*>>{
-           {"held", "held (SEQNUM gap)"}, {"queued", "queued behind a related event"},
-           {"slot", "waiting for a handler slot"},
-           {"run", "handler"}, {"failed", "failed"}, {"timed_out", "timed out"},
-           {"open", "unfinished"}, {"module", "module load"}}) {
-    absl::StrAppendFormat(&svg,
-                          "<rect class=\"%s legend\" x=\"%.0f\" y=\"28\" width=\"10\" height=\"10\"/>"
-                          "<text x=\"%.0f\" y=\"37\">%s</text>\n",
-                          cls, lx, lx + 14, name);
-    lx += 14 + 7.0 * static_cast<double>(absl::string_view(name).size()) + 16;
-  }
-  // Axis: a vertical line and a label per tick.
-  const int64_t step = TickStep(t1 - t0);
-  const double bottom = height - kMargin;
-  for (int64_t t = 0; t0 + t <= t1; t += step) {
-    absl::StrAppendFormat(&svg,
-                          "<line class=\"tick\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>"
-                          "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
-                          x(t0 + t), kTop - 6, x(t0 + t), bottom, x(t0 + t), kTop - 10,
-                          TickLabel(t));
-  }
-  // One row each.
+  chart.Legend();
+  chart.Axis(height - kMargin);
   double y = kTop;
-  auto bar = [&](const char* cls, int64_t from, int64_t to, const std::string& tip) {
-    const double w = std::max(1.0, (static_cast<double>(to - from)) * scale);
-    absl::StrAppendFormat(&svg,
-                          "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\">"
-                          "<title>%s</title></rect>\n",
-                          cls, x(from), y + 2, w, kRowHeight - 4, tip);
-  };
   for (const Row& r : rows) {
     if (r.event != nullptr) {
-      const EventSpan& e = *r.event;
-      const std::string name = XmlEscape(absl::StrCat(
-          e.seqnum.has_value() ? absl::StrCat(*e.seqnum) : "-", " ", e.action, " ",
-          Shorten(e.devpath, 56)));
-      absl::StrAppendFormat(&svg, "<text class=\"label\" x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-                            kMargin, y + kRowHeight - 4, name);
-      const std::string tip_base = XmlEscape(absl::StrCat(
-          e.seqnum.has_value() ? absl::StrCat("SEQNUM ", *e.seqnum, " ") : "", e.action, " ",
-          e.devpath, e.subsystem.empty() ? "" : absl::StrCat(" (", e.subsystem, ")")));
-      int64_t at = r.begin;
-      if (e.received_us && e.released_us && *e.released_us > *e.received_us) {
-        bar("held", *e.received_us, *e.released_us,
-            absl::StrCat(tip_base, ": held ", TickLabel(*e.released_us - *e.received_us)));
-      }
-      if (e.released_us) at = *e.released_us;
-      if (e.released_us && e.started_us && *e.started_us > *e.released_us) {
-        const EventSpan* blocker = FindBlocker(timeline, e);
-        bar(blocker != nullptr ? "queued" : "slot", *e.released_us, *e.started_us,
-            absl::StrCat(tip_base, ": queued ", TickLabel(*e.started_us - *e.released_us),
-                         blocker != nullptr
-                             ? absl::StrCat(" behind ", XmlEscape(blocker->devpath))
-                             : std::string(" for a handler slot")));
-      }
-      if (e.started_us) at = *e.started_us;
-      if (e.started_us && e.handled_us) {
-        const char* cls = e.result == "failed"      ? "failed"
-                          : e.result == "timed_out" ? "timed_out"
-                                                    : "run";
-        bar(cls, *e.started_us, *e.handled_us,
-            absl::StrCat(tip_base, ": ", e.result, " in ",
-                         TickLabel(*e.handled_us - *e.started_us)));
-      } else if (!e.handled_us) {
-        bar("open", at, t1, absl::StrCat(tip_base, ": unfinished"));
-      }
+      chart.EventRow(timeline, *r.event, r.begin, y);
     } else {
-      const ModuleLoad& m = *r.module;
-      absl::StrAppendFormat(&svg, "<text class=\"label\" x=\"%.0f\" y=\"%.0f\">module %s</text>\n",
-                            kMargin, y + kRowHeight - 4, XmlEscape(m.module));
-      bar("module", m.end_us - m.took_us, m.end_us,
-          absl::StrCat(XmlEscape(m.module), m.ok ? "" : " FAILED", ": ", TickLabel(m.took_us)));
+      chart.ModuleRow(*r.module, y);
     }
     y += kRowHeight;
   }
-  svg += "</svg>\n";
-  return svg;
+  chart.svg += "</svg>\n";
+  return std::move(chart.svg);
 }
 
 }  // namespace hotring::hotplug::report

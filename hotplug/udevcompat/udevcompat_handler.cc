@@ -228,69 +228,58 @@ std::string JoinTags(const std::vector<std::string>& tags) {
   return tags.empty() ? "" : absl::StrCat(":", absl::StrJoin(tags, ":"), ":");
 }
 
-// Everything but the send, on a pool thread.
-UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
-                                   const devroot::DevRoot& dev_root,
-                                   const std::optional<std::string>& nomodeset,
-                                   const Event& event) {
-  UdevCompatHandler::Outcome out;
-  absl::StatusOr<std::string> id = DeviceId(event);
-  if (!id.ok()) {
-    ++out.failures;
-    out.errors.push_back(absl::StrCat("no database entry: ", id.status().message()));
-    out.skipped = "no device id";
-    return out;
-  }
-  const DirSysfsView view(options.sysfs_root);
-  DatabaseEntry old;
-  bool had_old = false;
-  if (absl::StatusOr<std::string> text = db.Read(*id); text.ok()) {
-    old = ParseDatabaseEntry(*text);
-    had_old = true;
-  }
+using Outcome = UdevCompatHandler::Outcome;
+
+// The entry an add or change leaves: the properties udev's rules and builtins would give the
+// device, its tags and its persistent links (as wanted: UpdateLinks keeps those made).
+DatabaseEntry NewEntry(const SysfsView& view, const DatabaseDir& db,
+                       const devroot::DevRoot& dev_root,
+                       const std::optional<std::string>& nomodeset, const Event& event,
+                       const DatabaseEntry& old, bool had_old, Outcome& out) {
   DatabaseEntry entry;
-  const bool remove = event.action == "remove";
-  if (remove) {
-    entry = old;
-  } else {
-    // The parent's entry: a partition imports its disk's ID_*, and every device its ID_SEAT.
-    const std::optional<std::string> parent = ParentOf(view, event.devpath);
-    const std::optional<DatabaseEntry> parent_entry =
-        parent.has_value() ? EntryOf(view, db, *parent) : std::nullopt;
-    Properties parent_disk;
-    if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" &&
-        parent_entry.has_value()) {
-      parent_disk = parent_entry->properties;
-    }
-    std::string probe_error;
-    entry.properties = ComputeProperties(view, event, dev_root.path(), parent_disk, &probe_error);
-    SeatContext seat{.nomodeset = nomodeset};
-    if (parent_entry.has_value()) {
-      seat.parent_id_seat = std::string(PropertyValue(parent_entry->properties, "ID_SEAT"));
-    }
-    entry.current_tags = ApplySeatRules(view, event, seat, entry.properties);
-    // Tags stay with the device until it is removed (sd-device copies the old entry's tags);
-    // the current ones are this event's.
-    entry.tags = old.tags;
-    for (const std::string& tag : entry.current_tags) {
-      if (std::find(entry.tags.begin(), entry.tags.end(), tag) == entry.tags.end())
-        entry.tags.push_back(tag);
-    }
-    std::sort(entry.tags.begin(), entry.tags.end());
-    std::sort(entry.current_tags.begin(), entry.current_tags.end());
-    if (!probe_error.empty()) {
-      ++out.probe_errors;
-      out.errors.push_back(absl::StrCat("probe: ", probe_error));
-    }
-    std::vector<std::string> refused;
-    entry.links = PersistentLinks(event, entry.properties, ReadLinkFacts(view, event.devpath), &refused);
-    for (const std::string& r : refused) {
-      ++out.links_refused;
-      out.errors.push_back(absl::StrCat("link refused: ", r));
-    }
-    entry.usec_initialized = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
+  // The parent's entry: a partition imports its disk's ID_*, and every device its ID_SEAT.
+  const std::optional<std::string> parent = ParentOf(view, event.devpath);
+  const std::optional<DatabaseEntry> parent_entry =
+      parent.has_value() ? EntryOf(view, db, *parent) : std::nullopt;
+  Properties parent_disk;
+  if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" &&
+      parent_entry.has_value()) {
+    parent_disk = parent_entry->properties;
   }
-  // Links: the ones this device no longer has (all of them on remove), then the new ones.
+  std::string probe_error;
+  entry.properties = ComputeProperties(view, event, dev_root.path(), parent_disk, &probe_error);
+  SeatContext seat{.nomodeset = nomodeset};
+  if (parent_entry.has_value()) {
+    seat.parent_id_seat = std::string(PropertyValue(parent_entry->properties, "ID_SEAT"));
+  }
+  entry.current_tags = ApplySeatRules(view, event, seat, entry.properties);
+  // Tags stay with the device until it is removed (sd-device copies the old entry's tags);
+  // the current ones are this event's.
+  entry.tags = old.tags;
+  for (const std::string& tag : entry.current_tags) {
+    if (std::find(entry.tags.begin(), entry.tags.end(), tag) == entry.tags.end())
+      entry.tags.push_back(tag);
+  }
+  std::sort(entry.tags.begin(), entry.tags.end());
+  std::sort(entry.current_tags.begin(), entry.current_tags.end());
+  if (!probe_error.empty()) {
+    ++out.probe_errors;
+    out.errors.push_back(absl::StrCat("probe: ", probe_error));
+  }
+  std::vector<std::string> refused;
+  entry.links = PersistentLinks(event, entry.properties, ReadLinkFacts(view, event.devpath), &refused);
+  for (const std::string& r : refused) {
+    ++out.links_refused;
+    out.errors.push_back(absl::StrCat("link refused: ", r));
+  }
+  entry.usec_initialized = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
+  return entry;
+}
+
+// Links: the ones this device no longer has (all of them on remove), then the new ones.
+// `entry.links` ends as the links that exist, which the database lists.
+void UpdateLinks(const devroot::DevRoot& dev_root, const Event& event, bool remove,
+                 const DatabaseEntry& old, DatabaseEntry& entry, Outcome& out) {
   const bool node_ok = devroot::IsSafeRelativePath(event.devname);
   for (const std::string& link : old.links) {
     if (!remove && std::find(entry.links.begin(), entry.links.end(), link) != entry.links.end()) continue;
@@ -323,13 +312,17 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   } else if (!remove) {
     entry.links.clear();
   }
-  // The database, before the announcement: a monitor client may look the device up at once.
+}
+
+// The database, before the announcement: a monitor client may look the device up at once.
+void StoreEntry(const DatabaseDir& db, const std::string& id, const Event& event, bool remove,
+                bool had_old, const DatabaseEntry& entry, Outcome& out) {
   const bool has_devnum = !event.major.empty() && event.major != "0";
   const bool has_ifindex = event.Get("IFINDEX").has_value();
   // The tag index first (libudev's enumerate-by-tag lists it, then reads the entry): every tag
   // the device has, or, on remove, had.
   for (const std::string& tag : entry.tags) {
-    const absl::Status s = remove ? db.RemoveTag(tag, *id) : db.AddTag(tag, *id);
+    const absl::Status s = remove ? db.RemoveTag(tag, id) : db.AddTag(tag, id);
     if (!s.ok()) {
       ++out.failures;
       out.errors.push_back(std::string(s.message()));
@@ -337,19 +330,22 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   }
   if (remove || (entry.properties.empty() && entry.links.empty() && entry.tags.empty() &&
                  !has_devnum && !has_ifindex)) {
-    if (absl::Status s = db.Remove(*id); !s.ok()) {
+    if (absl::Status s = db.Remove(id); !s.ok()) {
       ++out.failures;
       out.errors.push_back(std::string(s.message()));
     } else if (had_old) {
       ++out.db_removed;
     }
-  } else if (absl::Status s = db.Write(*id, FormatDatabaseEntry(entry)); !s.ok()) {
+  } else if (absl::Status s = db.Write(id, FormatDatabaseEntry(entry)); !s.ok()) {
     ++out.failures;
     out.errors.push_back(std::string(s.message()));
   } else {
     ++out.db_written;
   }
-  // The announcement: the kernel's variables in their order, then what udev adds.
+}
+
+// The announcement: the kernel's variables in their order, then what udev adds.
+MonitorMessage Announcement(const Event& event, const DatabaseEntry& entry) {
   MonitorMessage message;
   message.subsystem = event.subsystem;
   message.devtype = std::string(event.Get("DEVTYPE").value_or(""));
@@ -379,8 +375,35 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   if (!entry.tags.empty()) message.properties.emplace_back("TAGS", JoinTags(entry.tags));
   if (!entry.current_tags.empty())
     message.properties.emplace_back("CURRENT_TAGS", JoinTags(entry.current_tags));
+  return message;
+}
+
+// Everything but the send, on a pool thread.
+Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
+                const devroot::DevRoot& dev_root, const std::optional<std::string>& nomodeset,
+                const Event& event) {
+  Outcome out;
+  absl::StatusOr<std::string> id = DeviceId(event);
+  if (!id.ok()) {
+    ++out.failures;
+    out.errors.push_back(absl::StrCat("no database entry: ", id.status().message()));
+    out.skipped = "no device id";
+    return out;
+  }
+  const DirSysfsView view(options.sysfs_root);
+  DatabaseEntry old;
+  bool had_old = false;
+  if (absl::StatusOr<std::string> text = db.Read(*id); text.ok()) {
+    old = ParseDatabaseEntry(*text);
+    had_old = true;
+  }
+  const bool remove = event.action == "remove";
+  DatabaseEntry entry =
+      remove ? old : NewEntry(view, db, dev_root, nomodeset, event, old, had_old, out);
+  UpdateLinks(dev_root, event, remove, old, entry, out);
+  StoreEntry(db, *id, event, remove, had_old, entry, out);
   if (!options.monitor) return out;
-  absl::StatusOr<std::string> datagram = EncodeMonitorMessage(message);
+  absl::StatusOr<std::string> datagram = EncodeMonitorMessage(Announcement(event, entry));
   if (!datagram.ok()) {
     out.skipped = std::string(datagram.status().message());
   } else {
