@@ -295,9 +295,18 @@ class ExecutorState final : public FormatSource {
   bool HasTag(int dev, const Token& t);
 
   // --- helpers ---
-  bool MatchString(const Token& t, absl::string_view subject) const;
-  // Expands a token's format into *out (udevd's buffer `size`).
-  void Expand(uint32_t format, size_t size, std::string* out, bool fold_whitespace = false);
+  // Whether the subject matches the token's value (the operator not applied).
+  bool Matches(const Token& t, absl::string_view subject) const;
+  // token_match_string: the operator applied.
+  bool MatchString(const Token& t, absl::string_view subject) const {
+    return (t.op == Op::kMatch) == Matches(t, subject);
+  }
+  // Expands a token's format into *out (udevd's buffer `size`); true when it was cut short to
+  // fit, which udevd 252 reports and treats as "no match" or "refuse the assignment" for most
+  // keys.
+  bool Expand(uint32_t format, size_t size, std::string* out, bool fold_whitespace = false);
+  // udevd's message for a value cut short.
+  void Truncated(absl::string_view what, uint32_t format, absl::string_view key, bool is_match);
   // udevd's attr_subst_subdir: the first "dir/*/tail" that exists. False when none.
   bool SubstSubdir(std::string* path);
   bool AddTagsFrom(absl::Span<const std::string> tags, bool current);
@@ -651,7 +660,7 @@ bool ExecutorState::ResolveSubsys(absl::string_view text, bool read_value, std::
 bool ExecutorState::HasTag(int dev, const Token& t) {
   if (dev == kEventDevice) {
     for (const Tag& tag : tags_) {
-      if (MatchString(t, tag.name)) return true;
+      if (Matches(t, tag.name)) return true;
     }
     return false;
   }
@@ -665,12 +674,12 @@ bool ExecutorState::HasTag(int dev, const Token& t) {
     p.tags_end = static_cast<uint32_t>(parent_tags_.size());
   }
   for (uint32_t i = p.tags_begin; i < p.tags_end; ++i) {
-    if (MatchString(t, parent_tags_[i])) return true;
+    if (Matches(t, parent_tags_[i])) return true;
   }
   return false;
 }
 
-bool ExecutorState::MatchString(const Token& t, absl::string_view subject) const {
+bool ExecutorState::Matches(const Token& t, absl::string_view subject) const {
   bool match = false;
   switch (t.match) {
     case MatchKind::kEmpty:
@@ -702,13 +711,22 @@ bool ExecutorState::MatchString(const Token& t, absl::string_view subject) const
       }
       break;
   }
-  return (t.op == Op::kMatch) == match;
+  return match;
 }
 
-void ExecutorState::Expand(uint32_t format, size_t size, std::string* out, bool fold_whitespace) {
+bool ExecutorState::Expand(uint32_t format, size_t size, std::string* out, bool fold_whitespace) {
   const Format& f = rules_->format(format);
   const ExpandResult r = ExpandFormat(f, *this, size, fold_whitespace, out);
   if (!r.complete) Log(absl::StrCat("Invalid format string, ignoring: ", f.source()));
+  return r.truncated;
+}
+
+void ExecutorState::Truncated(absl::string_view what, uint32_t format, absl::string_view key,
+                              bool is_match) {
+  Log(absl::StrCat("The ", what, " '", value_, "' is truncated while substituting into '",
+                   rules_->format(format).source(), "', ",
+                   is_match ? absl::StrCat("assuming the ", key, " key does not match.")
+                            : absl::StrCat("refusing to apply the ", key, " key.")));
 }
 
 bool ExecutorState::SubstSubdir(std::string* path) {
@@ -720,6 +738,10 @@ bool ExecutorState::SubstSubdir(std::string* path) {
   if (!host_->ListDirectory(dir, &names_)) return false;
   for (const std::string& entry : names_) {
     if (entry.empty() || entry[0] == '.') continue;
+    // udevd 252 builds the candidate in a buffer only as long as the directory's part (its
+    // attr_subst_subdir takes strnpcpy's remaining size for the length copied), and skips a
+    // candidate that does not fit: only short "ENTRY/TAIL" can ever match.
+    if (entry.size() + tail.size() >= dir.size()) continue;
     std::string candidate = absl::StrCat(dir, entry, tail);
     if (host_->FileMode(candidate).has_value()) {
       *path = std::move(candidate);
@@ -932,9 +954,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
     case TokenType::kMatchParentsKernel:
       return FromBool(MatchString(t, Sysname(dev)));
     case TokenType::kMatchDevlink: {
+      // "!=": true only when no link matches.
       for (absl::string_view l : links_) {
         absl::ConsumePrefix(&l, kDevPrefix);
-        if (MatchString(t, l)) return FromBool(t.op == Op::kMatch);
+        if (Matches(t, l)) return FromBool(t.op == Op::kMatch);
       }
       return FromBool(t.op == Op::kNoMatch);
     }
@@ -970,7 +993,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
           value = value_;
           break;
         case AttrKind::kFormat:
-          Expand(t.attr, kUdevNameSize, &name_buf_);
+          if (Expand(t.attr, kUdevNameSize, &name_buf_)) return Result::kNoMatch;
           [[fallthrough]];
         default: {
           const absl::string_view name =
@@ -986,7 +1009,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return FromBool(MatchString(t, value));
     }
     case TokenType::kMatchSysctl: {
-      Expand(t.attr, kUdevPathSize, &name_buf_);
+      if (Expand(t.attr, kUdevPathSize, &name_buf_)) return Result::kNoMatch;
       std::string name = name_buf_;
       // sysctl_normalize: "a.b.c" is "a/b/c" unless the first separator is a '/'.
       const size_t sep = name.find_first_of("/.");
@@ -998,7 +1021,11 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return FromBool(MatchString(t, value));
     }
     case TokenType::kMatchTest: {
-      Expand(t.value, kUdevPathSize, &path_buf_);
+      if (Expand(t.value, kUdevPathSize, &path_buf_)) {
+        value_ = path_buf_;
+        Truncated("file name", t.value, "TEST", true);
+        return Result::kNoMatch;
+      }
       std::string path = path_buf_;
       if (path.empty() || path[0] != '/') {
         std::string resolved;
@@ -1031,7 +1058,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return FromBool(t.op == Op::kMatch);
     }
     case TokenType::kMatchImportFile: {
-      Expand(t.value, kUdevPathSize, &value_);
+      if (Expand(t.value, kUdevPathSize, &value_)) {
+        Truncated("file name to be imported", t.value, "IMPORT", true);
+        return Result::kNoMatch;
+      }
       Debug(absl::StrCat("Importing properties from '", value_, "'"));
       const absl::Status status = host_->ReadFile(value_, kMaxImportFile, &host_buf_);
       if (absl::IsNotFound(status)) return FromBool(t.op == Op::kNoMatch);
@@ -1065,12 +1095,15 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         }
         builtin_ran_ |= mask;
       }
-      Expand(t.value, kUdevPathSize, &value_);
+      if (Expand(t.value, kUdevPathSize, &value_)) {
+        Truncated("builtin command", t.value, "IMPORT", true);
+        return Result::kNoMatch;
+      }
       Debug(absl::StrCat("Importing properties from results of builtin command '", value_, "'"));
       const std::vector<std::string> argv = SplitCommand(value_);
       imported_.clear();
       const absl::Status status =
-          host_->RunBuiltin(builtin.name, argv, devpath_, ProgramEnvironment(true), &imported_);
+          host_->RunBuiltin(builtin.name, value_, argv, devpath_, ProgramEnvironment(true), &imported_);
       if (!status.ok()) {
         Debug(absl::StrCat("Failed to run builtin '", value_, "': ", status.message()));
         builtin_failed_ |= mask;
@@ -1117,7 +1150,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return FromBool(t.op == Op::kMatch);
     }
     case TokenType::kMatchImportParent: {
-      Expand(t.value, kUdevPathSize, &value_);
+      if (Expand(t.value, kUdevPathSize, &value_)) {
+        Truncated("property name", t.value, "IMPORT", true);
+        return Result::kNoMatch;
+      }
       if (!EnsureParent(0)) return FromBool(t.op == Op::kNoMatch);
       imported_.clear();
       if (!host_->DeviceProperties(parents_[0].devpath, &imported_)) return FromBool(t.op == Op::kNoMatch);
@@ -1155,7 +1191,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       bool& final = owner ? owner_final_ : group_final_;
       if (final) return Result::kMatch;
       if (t.op == Op::kAssignFinal) final = true;
-      Expand(t.value, kUdevNameSize, &value_);
+      if (Expand(t.value, kUdevNameSize, &value_)) {
+        Truncated(owner ? "user name" : "group name", t.value, owner ? "OWNER" : "GROUP", false);
+        return Result::kMatch;
+      }
       const std::optional<uint32_t> id = owner ? host_->UserId(value_) : host_->GroupId(value_);
       if (!id.has_value()) {
         Log(absl::StrCat("Unknown ", owner ? "user" : "group", " '", value_, "', ignoring"));
@@ -1168,7 +1207,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
     case TokenType::kAssignMode: {
       if (mode_final_) return Result::kMatch;
       if (t.op == Op::kAssignFinal) mode_final_ = true;
-      Expand(t.value, kUdevNameSize, &value_);
+      if (Expand(t.value, kUdevNameSize, &value_)) {
+        Truncated("mode", t.value, "MODE", false);
+        return Result::kMatch;
+      }
       uint32_t mode = 0;
       if (!ParseOctalMode(value_, &mode)) {
         Log(absl::StrCat("Failed to parse mode '", value_, "', ignoring: Invalid argument"));
@@ -1199,7 +1241,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return Result::kMatch;
     }
     case TokenType::kAssignSeclabel: {
-      Expand(t.value, kUdevLineSize, &value_);
+      if (Expand(t.value, kUdevLineSize, &value_)) {
+        Truncated("security label", t.value, "SECLABEL", false);
+        return Result::kMatch;
+      }
       const absl::string_view module = rules_->str(t.attr);
       const absl::string_view label =
           value_.empty() ? absl::string_view(rules_->format(t.value).source()) : absl::string_view(value_);
@@ -1231,15 +1276,21 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       }
       // One udevd buffer holds the old value, the space and the new one.
       const size_t room = prefix.size() < kUdevNameSize ? kUdevNameSize - prefix.size() : 1;
-      Expand(t.value, room, &value_);
+      if (Expand(t.value, room, &value_)) {
+        Log(absl::StrCat("The property value '", prefix, value_, "' is truncated while substituting into '",
+                         f.source(), "', refusing to add property '", name, "'."));
+        return Result::kMatch;
+      }
       if (esc_ == Escape::kReplace) ReplaceChars(&value_, "");
       prefix.append(value_);
-      if (prefix.size() > kUdevNameSize - 1) prefix.resize(kUdevNameSize - 1);
       SetProperty(name, arena_.Copy(prefix));
       return Result::kMatch;
     }
     case TokenType::kAssignTag: {
-      Expand(t.value, kUdevPathSize, &value_);
+      if (Expand(t.value, kUdevPathSize, &value_)) {
+        Truncated("tag name", t.value, "TAG", false);
+        return Result::kMatch;
+      }
       if (t.op == Op::kAssign) tags_.clear();
       for (char c : value_) {
         if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
@@ -1249,9 +1300,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       }
       if (value_.empty()) return Result::kMatch;  // udevd adds nothing and goes on
       if (t.op == Op::kRemove) {
-        tags_.erase(std::remove_if(tags_.begin(), tags_.end(),
-                                   [&](const Tag& tag) { return tag.name == value_; }),
-                    tags_.end());
+        // Only this event's tags lose it: TAGS keeps every tag the device ever had.
+        for (Tag& tag : tags_) {
+          if (tag.name == value_) tag.current = false;
+        }
       } else {
         bool found = false;
         for (Tag& tag : tags_) {
@@ -1272,7 +1324,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
                          rules_->format(t.value).source(), "\"."));
         return Result::kMatch;
       }
-      Expand(t.value, kUdevPathSize, &value_);
+      if (Expand(t.value, kUdevPathSize, &value_)) {
+        Truncated("network interface name", t.value, "NAME", false);
+        return Result::kMatch;
+      }
       if (esc_ != Escape::kNone) ReplaceIfnameChars(&value_);
       name_ = arena_.Copy(value_);
       has_name_ = true;
@@ -1284,7 +1339,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       if (!has_devnum_) return Result::kMatch;
       if (t.op == Op::kAssignFinal) devlink_final_ = true;
       if (t.op == Op::kAssign || t.op == Op::kAssignFinal) links_.clear();
-      Expand(t.value, kUdevPathSize, &value_, esc_ != Escape::kNone);
+      if (Expand(t.value, kUdevPathSize, &value_, esc_ != Escape::kNone)) {
+        Truncated("symbolic link path", t.value, "SYMLINK", false);
+        return Result::kMatch;
+      }
       if (esc_ == Escape::kUnset) {
         ReplaceChars(&value_, "/ ");
       } else if (esc_ == Escape::kReplace) {
@@ -1313,7 +1371,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Log(absl::StrCat("Could not find file matches '", path, "', ignoring: No such file or directory"));
         return Result::kMatch;
       }
-      Expand(t.value, kUdevNameSize, &value_);
+      if (Expand(t.value, kUdevNameSize, &value_)) {
+        Truncated("attribute value", t.value, "ATTR", false);
+        return Result::kMatch;
+      }
       Debug(absl::StrCat("ATTR '", path, "' writing '", value_, "'"));
       if (const absl::Status s = host_->WriteAttribute(path, value_); !s.ok()) {
         Log(absl::StrCat("Failed to write ATTR{", path, "}, ignoring: ", s.message()));
@@ -1321,8 +1382,15 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       return Result::kMatch;
     }
     case TokenType::kAssignSysctl: {
-      Expand(t.attr, kUdevPathSize, &name_buf_);
-      Expand(t.value, kUdevNameSize, &value_);
+      if (Expand(t.attr, kUdevPathSize, &name_buf_)) {
+        value_ = name_buf_;
+        Truncated("sysctl entry name", t.attr, "SYSCTL", false);
+        return Result::kMatch;
+      }
+      if (Expand(t.value, kUdevNameSize, &value_)) {
+        Truncated("sysctl value", t.value, "SYSCTL", false);
+        return Result::kMatch;
+      }
       std::string name = name_buf_;
       const size_t sep = name.find_first_of("/.");
       if (sep != std::string::npos && name[sep] == '.') {

@@ -87,9 +87,11 @@ class RuleHost {
   virtual absl::Status RunProgram(absl::Span<const std::string> argv,
                                   absl::Span<const PropertyView> env, absl::Duration timeout,
                                   size_t max_output, std::string* out) = 0;
-  // IMPORT{builtin}: runs builtin `name` (argv[0] as written in the rule) for the device and
-  // appends the properties it sets to *out. An error: the builtin failed (the import fails).
-  virtual absl::Status RunBuiltin(absl::string_view name, absl::Span<const std::string> argv,
+  // IMPORT{builtin}: runs builtin `name` for the device with `argv` (split from `command`, the
+  // rule's value after substitution; argv[0] as the rule wrote it) and appends the properties
+  // it sets to *out. An error: the builtin failed (the import fails).
+  virtual absl::Status RunBuiltin(absl::string_view name, absl::string_view command,
+                                  absl::Span<const std::string> argv,
                                   absl::string_view devpath, absl::Span<const PropertyView> properties,
                                   OwnedProperties* out) = 0;
 

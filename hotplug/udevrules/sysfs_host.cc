@@ -158,7 +158,8 @@ absl::Status SysfsHost::WriteSysctl(absl::string_view name, absl::string_view va
       return absl::InvalidArgumentError(absl::StrCat("invalid sysctl name '", name, "'"));
     }
   }
-  return WriteWhole(absl::StrCat(roots_.proc_sys, "/", name), value);
+  // With a newline, as systemd's sysctl_write writes it.
+  return WriteWhole(absl::StrCat(roots_.proc_sys, "/", name), absl::StrCat(value, "\n"));
 }
 
 bool SysfsHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out) {

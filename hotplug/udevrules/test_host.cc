@@ -14,7 +14,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/status.h"
@@ -61,6 +60,20 @@ absl::string_view TestHost::Constant(absl::string_view name) {
   return "";
 }
 
+absl::Status TestHost::WriteAttribute(absl::string_view path, absl::string_view value) {
+  HOTRING_RETURN_IF_ERROR(SysfsHost::WriteAttribute(path, value));
+  absl::string_view rel = path;
+  absl::ConsumePrefix(&rel, "/sys");
+  attribute_writes_[std::string(rel)] = std::string(value);
+  return absl::OkStatus();
+}
+
+absl::Status TestHost::WriteSysctl(absl::string_view name, absl::string_view value) {
+  HOTRING_RETURN_IF_ERROR(SysfsHost::WriteSysctl(name, value));
+  sysctl_writes_[std::string(name)] = absl::StrCat(value, "\n");
+  return absl::OkStatus();
+}
+
 std::string TestHost::DeviceId(absl::string_view devpath) {
   std::string uevent;
   if (!ReadAttribute(devpath, "uevent", &uevent)) return "";
@@ -105,7 +118,7 @@ void TestHost::DatabaseProperties(absl::string_view devpath, OwnedProperties* ou
   for (auto& kv : entry.properties) out->push_back(std::move(kv));
 }
 
-absl::Status TestHost::RunBuiltin(absl::string_view name, absl::Span<const std::string> argv,
+absl::Status TestHost::RunBuiltin(absl::string_view name, absl::string_view command, absl::Span<const std::string> argv,
                                   absl::string_view devpath, absl::Span<const PropertyView> properties,
                                   OwnedProperties* out) {
   if (options_.own_builtins && (name == "input_id" || name == "path_id" || name == "usb_id")) {
@@ -118,7 +131,7 @@ absl::Status TestHost::RunBuiltin(absl::string_view name, absl::Span<const std::
     for (auto& kv : props) out->push_back(std::move(kv));
     return absl::OkStatus();
   }
-  const std::string key = absl::StrCat(devpath, "\t", absl::StrJoin(argv, " "));
+  const std::string key = absl::StrCat(devpath, "\t", command);
   auto it = options_.recorded_builtins.find(key);
   if (it == options_.recorded_builtins.end()) {
     unanswered_.push_back(key);

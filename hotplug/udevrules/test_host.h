@@ -41,9 +41,11 @@ class TestHost final : public SysfsHost {
 
   absl::Status RunProgram(absl::Span<const std::string> argv, absl::Span<const PropertyView> env,
                           absl::Duration timeout, size_t max_output, std::string* out) override;
-  absl::Status RunBuiltin(absl::string_view name, absl::Span<const std::string> argv,
+  absl::Status RunBuiltin(absl::string_view name, absl::string_view command, absl::Span<const std::string> argv,
                           absl::string_view devpath, absl::Span<const PropertyView> properties,
                           OwnedProperties* out) override;
+  absl::Status WriteAttribute(absl::string_view path, absl::string_view value) override;
+  absl::Status WriteSysctl(absl::string_view name, absl::string_view value) override;
   bool ReadDatabase(absl::string_view devpath, DatabaseEntry* out) override;
   void DeviceTags(absl::string_view devpath, std::vector<std::string>* out) override;
   absl::string_view KernelCommandLine() override { return options_.cmdline; }
@@ -53,6 +55,10 @@ class TestHost final : public SysfsHost {
 
   // The builtins asked for and not answered ("devpath\tcommand"), for a test to report.
   [[nodiscard]] const std::vector<std::string>& unanswered_builtins() const { return unanswered_; }
+  // What was written (and succeeded): attribute files by path below /sys ("/devices/..."),
+  // kernel parameters by name, each with the last value written.
+  [[nodiscard]] const std::map<std::string, std::string>& attribute_writes() const { return attribute_writes_; }
+  [[nodiscard]] const std::map<std::string, std::string>& sysctl_writes() const { return sysctl_writes_; }
 
   // udev's device id of the device at `devpath` (its database file's name); "" when none.
   [[nodiscard]] std::string DeviceId(absl::string_view devpath);
@@ -63,6 +69,8 @@ class TestHost final : public SysfsHost {
  private:
   Options options_;
   std::vector<std::string> unanswered_;
+  std::map<std::string, std::string> attribute_writes_;
+  std::map<std::string, std::string> sysctl_writes_;
 };
 
 // Parses a database file's E:, G:, Q:, S:, L: lines.
