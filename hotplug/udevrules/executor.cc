@@ -178,26 +178,20 @@ bool SamePath(absl::string_view a, absl::string_view b) {
 }  // namespace
 
 void Outcome::Clear() {
-  properties.clear();
-  removed_properties.clear();
+  // Vectors keep their elements' storage for the next Run (see BuildOutcome); only scalars and
+  // the log are reset here.
   name.reset();
   name_final = false;
-  links.clear();
-  refused_links.clear();
   link_priority = 0;
   links_final = false;
   uid.reset();
   gid.reset();
   mode.reset();
   uid_final = gid_final = mode_final = false;
-  tags.clear();
-  current_tags.clear();
-  run.clear();
   run_final = false;
   db_persist = false;
   watch.reset();
   log_level.reset();
-  seclabels.clear();
   log.clear();
   status = absl::OkStatus();
   lines_applied = 0;
@@ -312,7 +306,8 @@ class ExecutorState final : public FormatSource {
   bool AddTagsFrom(absl::Span<const std::string> tags, bool current);
   void AddLink(absl::string_view link);
   void Log(absl::string_view message);
-  void Debug(absl::string_view message);
+  // udevd's debug lines; build them only when asked for (they cost allocations).
+  bool Debugging() const { return options_->debug; }
   absl::Status RunProgram(absl::string_view command, std::string* out);
   void ImportLines(absl::string_view text, bool file_lines);
 
@@ -444,7 +439,11 @@ void ExecutorState::LoadEvent(const EventInput& event) {
       driver_ = value;
       has_driver_ = driver_known_ = true;
     } else if (key == "DEVNAME") {
-      if (!value.empty() && value[0] != '/') v = arena_.Copy(absl::StrCat(kDevPrefix, value));
+      if (!value.empty() && value[0] != '/') {
+        path_buf_.assign(kDevPrefix.data(), kDevPrefix.size());
+        path_buf_.append(value.data(), value.size());
+        v = arena_.Copy(path_buf_);
+      }
       devname_ = v;
     } else if (key == "MAJOR") {
       have_major = absl::SimpleAtoi(value, &major_);
@@ -763,10 +762,6 @@ void ExecutorState::Log(absl::string_view message) {
                                            : std::string(message));
 }
 
-void ExecutorState::Debug(absl::string_view message) {
-  if (options_->debug) Log(message);
-}
-
 absl::Status ExecutorState::RunProgram(absl::string_view command, std::string* out) {
   std::vector<std::string> argv = SplitCommand(command);
   if (argv.empty() || argv[0].empty()) {
@@ -1004,8 +999,8 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
           value = *v;
         }
       }
-      value = value.substr(0, kUdevNameSize - 1);
-      if (t.trim_subject) value = StripTrailingSpace(value);
+      // Trimming goes through udevd's fixed buffer, which also cuts the value.
+      if (t.trim_subject) value = StripTrailingSpace(value.substr(0, kUdevNameSize - 1));
       return FromBool(MatchString(t, value));
     }
     case TokenType::kMatchSysctl: {
@@ -1045,10 +1040,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
     case TokenType::kMatchProgram: {
       has_result_ = false;
       Expand(t.value, kUdevPathSize, &value_);
-      Debug(absl::StrCat("Running PROGRAM '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("Running PROGRAM '", value_, "'"));
       const absl::Status status = RunProgram(value_, &host_buf_);
       if (!status.ok()) {
-        Debug(absl::StrCat("Command \"", value_, "\" failed: ", status.message()));
+        if (Debugging()) Log(absl::StrCat("Command \"", value_, "\" failed: ", status.message()));
         return FromBool(t.op == Op::kNoMatch);
       }
       while (!host_buf_.empty() && host_buf_.back() == '\n') host_buf_.pop_back();
@@ -1062,7 +1057,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Truncated("file name to be imported", t.value, "IMPORT", true);
         return Result::kNoMatch;
       }
-      Debug(absl::StrCat("Importing properties from '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("Importing properties from '", value_, "'"));
       const absl::Status status = host_->ReadFile(value_, kMaxImportFile, &host_buf_);
       if (absl::IsNotFound(status)) return FromBool(t.op == Op::kNoMatch);
       if (!status.ok()) {
@@ -1075,10 +1070,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
     }
     case TokenType::kMatchImportProgram: {
       Expand(t.value, kUdevPathSize, &value_);
-      Debug(absl::StrCat("Importing properties from results of '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("Importing properties from results of '", value_, "'"));
       const absl::Status status = RunProgram(value_, &host_buf_);
       if (!status.ok()) {
-        Debug(absl::StrCat("Command \"", value_, "\" failed, ignoring: ", status.message()));
+        if (Debugging()) Log(absl::StrCat("Command \"", value_, "\" failed, ignoring: ", status.message()));
         return FromBool(t.op == Op::kNoMatch);
       }
       ImportLines(host_buf_, false);
@@ -1090,7 +1085,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       const uint64_t mask = uint64_t{1} << (index & 63);
       if (builtin.run_once) {
         if ((builtin_ran_ & mask) != 0) {
-          Debug(absl::StrCat("Skipping builtin '", builtin.name, "' in IMPORT key"));
+          if (Debugging()) Log(absl::StrCat("Skipping builtin '", builtin.name, "' in IMPORT key"));
           return FromBool(t.op == ((builtin_failed_ & mask) != 0 ? Op::kNoMatch : Op::kMatch));
         }
         builtin_ran_ |= mask;
@@ -1099,13 +1094,13 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Truncated("builtin command", t.value, "IMPORT", true);
         return Result::kNoMatch;
       }
-      Debug(absl::StrCat("Importing properties from results of builtin command '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("Importing properties from results of builtin command '", value_, "'"));
       const std::vector<std::string> argv = SplitCommand(value_);
       imported_.clear();
       const absl::Status status =
           host_->RunBuiltin(builtin.name, value_, argv, devpath_, ProgramEnvironment(true), &imported_);
       if (!status.ok()) {
-        Debug(absl::StrCat("Failed to run builtin '", value_, "': ", status.message()));
+        if (Debugging()) Log(absl::StrCat("Failed to run builtin '", value_, "': ", status.message()));
         builtin_failed_ |= mask;
         return FromBool(t.op == Op::kNoMatch);
       }
@@ -1200,7 +1195,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Log(absl::StrCat("Unknown ", owner ? "user" : "group", " '", value_, "', ignoring"));
       } else {
         (owner ? uid_ : gid_) = *id;
-        Debug(absl::StrCat(owner ? "OWNER " : "GROUP ", value_, "(", *id, ")"));
+        if (Debugging()) Log(absl::StrCat(owner ? "OWNER " : "GROUP ", value_, "(", *id, ")"));
       }
       return Result::kMatch;
     }
@@ -1216,7 +1211,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Log(absl::StrCat("Failed to parse mode '", value_, "', ignoring: Invalid argument"));
       } else {
         mode_ = mode;
-        Debug(absl::StrFormat("MODE %#o", mode));
+        if (Debugging()) Log(absl::StrFormat("MODE %#o", mode));
       }
       return Result::kMatch;
     }
@@ -1235,7 +1230,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         target.reset();  // a name that did not resolve when the rules loaded
       } else {
         target = static_cast<uint32_t>(t.number);
-        Debug(t.type == TokenType::kAssignModeId ? absl::StrFormat("MODE %#o", t.number)
+        if (Debugging()) Log(t.type == TokenType::kAssignModeId ? absl::StrFormat("MODE %#o", t.number)
               : absl::StrCat(t.type == TokenType::kAssignOwnerId ? "OWNER " : "GROUP ", t.number));
       }
       return Result::kMatch;
@@ -1331,7 +1326,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       if (esc_ != Escape::kNone) ReplaceIfnameChars(&value_);
       name_ = arena_.Copy(value_);
       has_name_ = true;
-      Debug(absl::StrCat("NAME '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("NAME '", value_, "'"));
       return Result::kMatch;
     }
     case TokenType::kAssignDevlink: {
@@ -1354,9 +1349,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         size_t next = value_.find(' ', i);
         const absl::string_view link =
             absl::string_view(value_).substr(i, next == std::string::npos ? std::string::npos : next - i);
-        path_buf_ = absl::StrCat(kDevPrefix, link);
+        path_buf_.assign(kDevPrefix.data(), kDevPrefix.size());
+        path_buf_.append(link.data(), link.size());
         AddLink(path_buf_);
-        Debug(absl::StrCat("LINK '", link, "'"));
+        if (Debugging()) Log(absl::StrCat("LINK '", link, "'"));
         if (next == std::string::npos) break;
         i = next + 1;
         while (i < value_.size() && IsSpace(value_[i])) ++i;
@@ -1375,7 +1371,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Truncated("attribute value", t.value, "ATTR", false);
         return Result::kMatch;
       }
-      Debug(absl::StrCat("ATTR '", path, "' writing '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("ATTR '", path, "' writing '", value_, "'"));
       if (const absl::Status s = host_->WriteAttribute(path, value_); !s.ok()) {
         Log(absl::StrCat("Failed to write ATTR{", path, "}, ignoring: ", s.message()));
       }
@@ -1396,7 +1392,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       if (sep != std::string::npos && name[sep] == '.') {
         for (char& c : name) c = c == '.' ? '/' : c == '/' ? '.' : c;
       }
-      Debug(absl::StrCat("SYSCTL '", name, "' writing '", value_, "'"));
+      if (Debugging()) Log(absl::StrCat("SYSCTL '", name, "' writing '", value_, "'"));
       if (const absl::Status s = host_->WriteSysctl(name, value_); !s.ok()) {
         Log(absl::StrCat("Failed to write SYSCTL{", name, "}='", value_, "', ignoring: ", s.message()));
       }
@@ -1410,7 +1406,7 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
       Expand(t.value, kUdevPathSize, &value_);
       const bool builtin = t.type == TokenType::kAssignRunBuiltin;
       run_.push_back(RunItem{builtin, builtin ? static_cast<int>(t.number) : -1, arena_.Copy(value_)});
-      Debug(absl::StrCat("RUN '", rules_->format(t.value).source(), "'"));
+      if (Debugging()) Log(absl::StrCat("RUN '", rules_->format(t.value).source(), "'"));
       return Result::kMatch;
     }
     case TokenType::kAssignStaticNode:
@@ -1464,42 +1460,76 @@ Result ExecutorState::ApplyLine(const Line& line) {
   return Result::kMatch;
 }
 
+namespace {
+
+// The next element of a vector being refilled: an existing one (its strings keep their
+// storage) or a new one. `used` counts what is filled; Trim drops the rest afterwards.
+template <typename T>
+T& Next(std::vector<T>& v, size_t& used) {
+  if (used == v.size()) v.emplace_back();
+  return v[used++];
+}
+
+template <typename T>
+void Trim(std::vector<T>& v, size_t used) {
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(used), v.end());
+}
+
+void Assign(std::string& to, absl::string_view from) { to.assign(from.data(), from.size()); }
+
+}  // namespace
+
 void ExecutorState::BuildOutcome(const EventInput& event) {
   Outcome& o = *outcome_;
+  size_t n = 0;
   for (const Property& p : properties_) {
     if (p.deleted || p.key == "DEVLINKS" || p.key == "TAGS" || p.key == "CURRENT_TAGS") continue;
-    o.properties.emplace_back(std::string(p.key), std::string(p.value));
+    auto& kv = Next(o.properties, n);
+    Assign(kv.first, p.key);
+    Assign(kv.second, p.value);
   }
   for (absl::string_view key : {"DEVLINKS", "TAGS", "CURRENT_TAGS"}) {
     if (std::optional<absl::string_view> v = GetProperty(key); v.has_value()) {
-      o.properties.emplace_back(std::string(key), std::string(*v));
+      auto& kv = Next(o.properties, n);
+      Assign(kv.first, key);
+      Assign(kv.second, *v);
     }
   }
+  Trim(o.properties, n);
+  n = 0;
   for (const auto& [key, value] : event.properties) {
     const uint32_t* i = property_index_.Find(0, key);
-    if (i != nullptr && properties_[*i].deleted) o.removed_properties.emplace_back(key);
+    if (i != nullptr && properties_[*i].deleted) Assign(Next(o.removed_properties, n), key);
   }
-  if (has_name_) o.name = std::string(name_);
+  Trim(o.removed_properties, n);
+  if (has_name_) {
+    if (!o.name.has_value()) o.name.emplace();
+    Assign(*o.name, name_);
+  }
   o.name_final = name_final_;
+  n = 0;
+  size_t refused = 0;
   for (absl::string_view link : links_) {
     absl::string_view rel = link;
     absl::ConsumePrefix(&rel, kDevPrefix);
     // Normalized: no empty or "." components; ".." would leave /dev (udevd fails such a link).
-    std::string normal;
-    bool refused = false;
+    std::string& normal = Next(o.links, n);
+    normal.clear();
+    bool escapes = false;
     for (absl::string_view part : absl::StrSplit(rel, '/')) {
       if (part.empty() || part == ".") continue;
-      if (part == "..") refused = true;
+      if (part == "..") escapes = true;
       if (!normal.empty()) normal.push_back('/');
       normal.append(part.data(), part.size());
     }
-    if (refused || normal.empty()) {
-      o.refused_links.emplace_back(rel);
+    if (escapes || normal.empty()) {
+      --n;
+      Assign(Next(o.refused_links, refused), rel);
       o.log.push_back(absl::StrCat("Refusing link '", link, "': it would leave /dev"));
-    } else {
-      o.links.push_back(std::move(normal));
     }
   }
+  Trim(o.links, n);
+  Trim(o.refused_links, refused);
   o.link_priority = link_priority_;
   o.links_final = devlink_final_;
   o.uid = uid_;
@@ -1508,27 +1538,41 @@ void ExecutorState::BuildOutcome(const EventInput& event) {
   o.uid_final = owner_final_;
   o.gid_final = group_final_;
   o.mode_final = mode_final_;
+  n = 0;
+  size_t current = 0;
   for (const Tag& t : tags_) {
-    o.tags.emplace_back(t.name);
-    if (t.current) o.current_tags.emplace_back(t.name);
+    Assign(Next(o.tags, n), t.name);
+    if (t.current) Assign(Next(o.current_tags, current), t.name);
   }
+  Trim(o.tags, n);
+  Trim(o.current_tags, current);
+  n = 0;
   for (const RunItem& r : run_) {
-    RunEntry e;
+    RunEntry& e = Next(o.run, n);
     e.builtin = r.builtin;
-    e.command = std::string(r.command);
-    e.argv = SplitCommand(r.command);
+    Assign(e.command, r.command);
+    SplitCommandInto(r.command, &e.argv);
     if (r.builtin) {
-      e.builtin_name = rules_->builtins()[static_cast<size_t>(r.builtin_index)].name;
-    } else if (!e.argv.empty() && !e.argv[0].empty() && e.argv[0][0] != '/') {
-      e.argv[0] = absl::StrCat(kProgramDir, e.argv[0]);
+      Assign(e.builtin_name, rules_->builtins()[static_cast<size_t>(r.builtin_index)].name);
+    } else {
+      e.builtin_name.clear();
+      if (!e.argv.empty() && !e.argv[0].empty() && e.argv[0][0] != '/') {
+        e.argv[0].insert(0, kProgramDir.data(), kProgramDir.size());
+      }
     }
-    o.run.push_back(std::move(e));
   }
+  Trim(o.run, n);
   o.run_final = run_final_;
   o.db_persist = db_persist_;
   o.watch = watch_;
   o.log_level = log_level_;
-  for (const auto& [m, l] : seclabels_) o.seclabels.emplace_back(std::string(m), std::string(l));
+  n = 0;
+  for (const auto& [m, l] : seclabels_) {
+    auto& kv = Next(o.seclabels, n);
+    Assign(kv.first, m);
+    Assign(kv.second, l);
+  }
+  Trim(o.seclabels, n);
 }
 
 void ExecutorState::Run(const CompiledRules& rules, const EventInput& event, RuleHost& host,

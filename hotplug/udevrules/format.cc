@@ -303,12 +303,20 @@ void FoldWhitespace(std::string* s, size_t from) {
 
 std::vector<std::string> SplitCommand(absl::string_view command) {
   std::vector<std::string> argv;
+  SplitCommandInto(command, &argv);
+  return argv;
+}
+
+void SplitCommandInto(absl::string_view command, std::vector<std::string>* argv) {
+  size_t words = 0;
   size_t i = 0;
   const auto separator = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (true) {
     while (i < command.size() && separator(command[i])) ++i;
     if (i >= command.size()) break;
-    std::string word;
+    if (words == argv->size()) argv->emplace_back();
+    std::string& word = (*argv)[words++];
+    word.clear();
     char quote = 0;
     for (; i < command.size(); ++i) {
       const char c = command[i];
@@ -326,9 +334,8 @@ std::vector<std::string> SplitCommand(absl::string_view command) {
         word.push_back(c);
       }
     }
-    argv.push_back(std::move(word));
   }
-  return argv;
+  argv->resize(words);
 }
 
 }  // namespace hotring::hotplug::udevrules

@@ -115,6 +115,8 @@ inline constexpr absl::string_view kAllowedInputChars = "/ $%?,";
 // by whitespace; '...' and "..." quote (an unterminated quote runs to the end); backslashes are
 // kept as they are. Never through a shell.
 [[nodiscard]] std::vector<std::string> SplitCommand(absl::string_view command);
+// The same into *argv, reusing its strings' storage.
+void SplitCommandInto(absl::string_view command, std::vector<std::string>* argv);
 
 }  // namespace hotring::hotplug::udevrules
 
