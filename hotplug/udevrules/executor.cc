@@ -374,8 +374,10 @@ class ExecutorState final : public FormatSource {
   std::string path_buf_;
   std::string dynamic_buf_;
   std::string subst_buf_;
+  std::string found_buf_;
   std::vector<PropertyView> env_;
   std::vector<std::string> names_;
+  std::vector<std::string> argv_;
   OwnedProperties imported_;
 };
 
@@ -646,12 +648,16 @@ bool ExecutorState::ResolveSubsys(absl::string_view text, bool read_value, std::
   absl::string_view attr = text.substr(close + 1);
   if (!attr.empty() && attr[0] == '/') attr.remove_prefix(1);
   if (read_value && attr.empty()) return false;
-  if (!host_->FindDevice(subsystem, sysname, &path_buf_)) return false;
+  if (!host_->FindDevice(subsystem, sysname, &found_buf_)) return false;
   if (read_value) {
-    if (!host_->ReadAttribute(path_buf_, attr, out)) out->clear();
+    if (!host_->ReadAttribute(found_buf_, attr, out)) out->clear();
   } else {
-    *out = absl::StrCat("/sys", path_buf_);
-    if (!attr.empty()) absl::StrAppend(out, "/", attr);
+    out->assign("/sys");
+    out->append(found_buf_);
+    if (!attr.empty()) {
+      out->push_back('/');
+      out->append(attr.data(), attr.size());
+    }
   }
   return true;
 }
@@ -763,13 +769,13 @@ void ExecutorState::Log(absl::string_view message) {
 }
 
 absl::Status ExecutorState::RunProgram(absl::string_view command, std::string* out) {
-  std::vector<std::string> argv = SplitCommand(command);
-  if (argv.empty() || argv[0].empty()) {
+  const size_t words = SplitCommandWords(command, &argv_);
+  if (words == 0 || argv_[0].empty()) {
     return absl::InvalidArgumentError(absl::StrCat("Invalid command '", command, "'"));
   }
-  if (argv[0][0] != '/') argv[0] = absl::StrCat(kProgramDir, argv[0]);
-  return host_->RunProgram(argv, ProgramEnvironment(false), options_->program_timeout,
-                           kUdevLineSize - 1, out);
+  if (argv_[0][0] != '/') argv_[0].insert(0, kProgramDir.data(), kProgramDir.size());
+  return host_->RunProgram(absl::MakeConstSpan(argv_.data(), words), ProgramEnvironment(false),
+                           options_->program_timeout, kUdevLineSize - 1, out);
 }
 
 // KEY=VALUE lines of IMPORT{file} and IMPORT{program}, as udevd's get_property_from_string:
@@ -1021,17 +1027,20 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         Truncated("file name", t.value, "TEST", true);
         return Result::kNoMatch;
       }
-      std::string path = path_buf_;
-      if (path.empty() || path[0] != '/') {
-        std::string resolved;
-        if (ResolveSubsys(path, false, &resolved)) {
-          path = std::move(resolved);
+      if (path_buf_.empty() || path_buf_[0] != '/') {
+        if (ResolveSubsys(path_buf_, false, &name_buf_)) {
+          path_buf_.swap(name_buf_);
         } else {
-          path = absl::StrCat("/sys", devpath_, "/", path);
+          // The device's own directory: "/sys" DEVPATH "/" NAME.
+          name_buf_.assign("/sys");
+          name_buf_.append(devpath_.data(), devpath_.size());
+          name_buf_.push_back('/');
+          name_buf_.append(path_buf_);
+          path_buf_.swap(name_buf_);
         }
       }
-      if (!SubstSubdir(&path)) return FromBool(t.op == Op::kNoMatch);
-      const std::optional<uint32_t> mode = host_->FileMode(path);
+      if (!SubstSubdir(&path_buf_)) return FromBool(t.op == Op::kNoMatch);
+      const std::optional<uint32_t> mode = host_->FileMode(path_buf_);
       if (!mode.has_value()) return FromBool(t.op == Op::kNoMatch);
       if (t.number < 0) return FromBool(t.op == Op::kMatch);
       const bool match = (*mode & static_cast<uint32_t>(t.number)) > 0;
@@ -1095,10 +1104,10 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         return Result::kNoMatch;
       }
       if (Debugging()) Log(absl::StrCat("Importing properties from results of builtin command '", value_, "'"));
-      const std::vector<std::string> argv = SplitCommand(value_);
+      const size_t words = SplitCommandWords(value_, &argv_);
       imported_.clear();
-      const absl::Status status =
-          host_->RunBuiltin(builtin.name, value_, argv, devpath_, ProgramEnvironment(true), &imported_);
+      const absl::Status status = host_->RunBuiltin(builtin.name, value_, absl::MakeConstSpan(argv_.data(), words),
+                                                    devpath_, ProgramEnvironment(true), &imported_);
       if (!status.ok()) {
         if (Debugging()) Log(absl::StrCat("Failed to run builtin '", value_, "': ", status.message()));
         builtin_failed_ |= mask;
@@ -1150,7 +1159,6 @@ Result ExecutorState::ApplyToken(const Token& t, int dev) {
         return Result::kNoMatch;
       }
       if (!EnsureParent(0)) return FromBool(t.op == Op::kNoMatch);
-      imported_.clear();
       if (!host_->DeviceProperties(parents_[0].devpath, &imported_)) return FromBool(t.op == Op::kNoMatch);
       for (const auto& [k, v] : imported_) {
         if (GlobMatch(value_, k)) SetProperty(arena_.Copy(k), arena_.Copy(v));

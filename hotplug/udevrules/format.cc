@@ -308,6 +308,10 @@ std::vector<std::string> SplitCommand(absl::string_view command) {
 }
 
 void SplitCommandInto(absl::string_view command, std::vector<std::string>* argv) {
+  argv->resize(SplitCommandWords(command, argv));
+}
+
+size_t SplitCommandWords(absl::string_view command, std::vector<std::string>* argv) {
   size_t words = 0;
   size_t i = 0;
   const auto separator = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
@@ -335,7 +339,7 @@ void SplitCommandInto(absl::string_view command, std::vector<std::string>* argv)
       }
     }
   }
-  argv->resize(words);
+  return words;
 }
 
 }  // namespace hotring::hotplug::udevrules

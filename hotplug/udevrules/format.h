@@ -117,6 +117,9 @@ inline constexpr absl::string_view kAllowedInputChars = "/ $%?,";
 [[nodiscard]] std::vector<std::string> SplitCommand(absl::string_view command);
 // The same into *argv, reusing its strings' storage.
 void SplitCommandInto(absl::string_view command, std::vector<std::string>* argv);
+// The same into the first words of *words, which never shrinks (a scratch buffer that keeps
+// every string's storage); returns how many words there are.
+size_t SplitCommandWords(absl::string_view command, std::vector<std::string>* words);
 
 }  // namespace hotring::hotplug::udevrules
 

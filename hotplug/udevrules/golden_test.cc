@@ -300,11 +300,15 @@ TEST_P(GoldenTest, SameAsUdevd) {
     }
   }
 
-  // The tree, fresh: a run may write attributes.
-  absl::StatusOr<testing::FakeSysfs> sys = testing::FakeSysfs::Create();
-  ASSERT_TRUE(sys.ok()) << sys.status();
-  absl::StatusOr<std::vector<testing::CatalogDevice>> devices = testing::BuildUdevCatalog(*sys);
-  ASSERT_TRUE(devices.ok()) << devices.status();
+  // The tree, shared by the tests of this process: what a run writes is put back afterwards.
+  static testing::FakeSysfs* const sys = [] {
+    absl::StatusOr<testing::FakeSysfs> made = testing::FakeSysfs::Create();
+    EXPECT_TRUE(made.ok()) << made.status();
+    auto* tree = new testing::FakeSysfs(std::move(*made));
+    const absl::StatusOr<std::vector<testing::CatalogDevice>> devices = testing::BuildUdevCatalog(*tree);
+    EXPECT_TRUE(devices.ok()) << devices.status();
+    return tree;
+  }();
 
   // The files the run sees: the rules' programs and import file in /lib/udev, /proc/sys, the
   // database.
@@ -352,6 +356,10 @@ TEST_P(GoldenTest, SameAsUdevd) {
   const CompiledRules* rules = RulesFor(p.set, *names);
   ASSERT_NE(rules, nullptr);
   TestHost host(std::move(options));
+  struct Restore {
+    TestHost& host;
+    ~Restore() { host.RestoreAttributes(); }
+  } restore{host};
 
   // The event as udevadm test makes it from sysfs: DEVPATH, the uevent file, ACTION, SUBSYSTEM.
   std::vector<std::pair<std::string, std::string>> env = {{"DEVPATH", g.devpath}};

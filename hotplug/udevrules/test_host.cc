@@ -61,11 +61,21 @@ absl::string_view TestHost::Constant(absl::string_view name) {
 }
 
 absl::Status TestHost::WriteAttribute(absl::string_view path, absl::string_view value) {
-  HOTRING_RETURN_IF_ERROR(SysfsHost::WriteAttribute(path, value));
   absl::string_view rel = path;
   absl::ConsumePrefix(&rel, "/sys");
+  std::string before;
+  const bool existed = SysfsHost::ReadFile(path, 1 << 20, &before).ok();
+  HOTRING_RETURN_IF_ERROR(SysfsHost::WriteAttribute(path, value));
+  if (existed) replaced_.try_emplace(std::string(rel), std::move(before));
   attribute_writes_[std::string(rel)] = std::string(value);
   return absl::OkStatus();
+}
+
+void TestHost::RestoreAttributes() {
+  for (const auto& [rel, content] : replaced_) {
+    std::ofstream(absl::StrCat(roots().sysfs, rel), std::ios::binary | std::ios::trunc) << content;
+  }
+  replaced_.clear();
 }
 
 absl::Status TestHost::WriteSysctl(absl::string_view name, absl::string_view value) {

@@ -59,6 +59,8 @@ class TestHost final : public SysfsHost {
   // kernel parameters by name, each with the last value written.
   [[nodiscard]] const std::map<std::string, std::string>& attribute_writes() const { return attribute_writes_; }
   [[nodiscard]] const std::map<std::string, std::string>& sysctl_writes() const { return sysctl_writes_; }
+  // Puts back what attribute writes replaced, so that a tree serves the next test unchanged.
+  void RestoreAttributes();
 
   // udev's device id of the device at `devpath` (its database file's name); "" when none.
   [[nodiscard]] std::string DeviceId(absl::string_view devpath);
@@ -70,6 +72,7 @@ class TestHost final : public SysfsHost {
   Options options_;
   std::vector<std::string> unanswered_;
   std::map<std::string, std::string> attribute_writes_;
+  std::map<std::string, std::string> replaced_;  // path below /sys -> content before the first write
   std::map<std::string, std::string> sysctl_writes_;
 };
 
