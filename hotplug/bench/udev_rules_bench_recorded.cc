@@ -2,29 +2,13 @@
 // (testing/udev_devices.h) with Debian's /lib/udev/rules.d, counting heap allocations.
 //
 //   bazel run //hotplug/bench:udev_rules_bench_recorded [-- RULES_DIR]
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 
 #include "hotplug/bench/bench_udev_rules.h"
+#include "testing/allocation_counter.h"
 #include "testing/fake_sysfs.h"
 #include "testing/udev_devices.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  std::abort();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 int main(int argc, char** argv) {
   absl::StatusOr<hotring::testing::FakeSysfs> sys = hotring::testing::FakeSysfs::Create();
@@ -38,7 +22,7 @@ int main(int argc, char** argv) {
   if (argc > 1) options.rules_dirs = {argv[1]};
   options.sysfs = sys->root();
   for (const auto& d : *devices) options.devpaths.push_back(d.devpath);
-  options.allocations = [] { return g_allocations.load(std::memory_order_relaxed); };
+  options.allocations = [] { return hotring::testing::AllocationCount(); };
   for (const bool builtins : {true, false}) {
     options.builtins = builtins;
     absl::StatusOr<hotring::hotplug::bench::UdevRulesBenchReport> report =

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "core/utf8.h"
 
 namespace hotring::hotplug::udevrules {
 namespace {
@@ -105,36 +106,6 @@ bool ParseResultIndex(absl::string_view attr) {
 }
 
 bool IsSpace(char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); }
-
-// systemd's utf8_encoded_valid_unichar: the length of a valid multi-byte character at s[i]
-// (1 for ASCII), 0 when invalid.
-size_t ValidUtf8Length(const std::string& s, size_t i) {
-  const unsigned char lead = static_cast<unsigned char>(s[i]);
-  if (lead < 0x80) return 1;
-  size_t len;
-  uint32_t cp;
-  if ((lead & 0xE0) == 0xC0) {
-    len = 2;
-    cp = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    len = 3;
-    cp = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    len = 4;
-    cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const unsigned char b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
 
 bool AllowedForDevnode(char c, absl::string_view allow) {
   const unsigned char u = static_cast<unsigned char>(c);
@@ -258,7 +229,7 @@ size_t ReplaceChars(std::string* s, absl::string_view allow, size_t from) {
       i += 2;
       continue;
     }
-    const size_t len = ValidUtf8Length(*s, i);
+    const size_t len = Utf8SequenceLength(absl::string_view(*s).substr(i));
     if (len > 1) {
       i += len;
       continue;

@@ -38,6 +38,7 @@
 #include "gtest/gtest.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
+#include "hotplug/udevrules/rule_files.h"
 #include "hotplug/udevrules/test_host.h"
 #include "testing/fake_sysfs.h"
 #include "testing/udev_devices.h"
@@ -460,6 +461,42 @@ TEST_P(GoldenTest, SameAsUdevd) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, GoldenTest, ::testing::ValuesIn(AllGoldens()), ParamName);
+
+// The rules files of each set, in the order udevd read them (golden/SET/rules.files: the paths
+// udevd printed, its directories standing for the set's own).
+TEST(GoldenFilesTest, TheSameRulesFilesInTheSameOrderAsUdevd) {
+  for (const std::string& set : ListDir(absl::StrCat(DataDir(), "/golden"))) {
+    std::vector<std::string> theirs;
+    for (absl::string_view path :
+         absl::StrSplit(ReadText(absl::StrCat(DataDir(), "/golden/", set, "/rules.files")), '\n', absl::SkipEmpty())) {
+      // /etc/udev/rules.d, /run/udev/rules.d, /usr/lib/udev/rules.d: etc, run, lib.
+      const std::string dir = absl::StrContains(path, "/etc/") ? "etc" : absl::StrContains(path, "/run/") ? "run" : "lib";
+      theirs.push_back(absl::StrCat(dir, " ", path.substr(path.rfind('/') + 1)));
+    }
+    std::vector<std::string> dirs;
+    if (set == "debian") {
+      dirs = {"/lib/udev/rules.d"};
+    } else if (set == "layers") {
+      const std::string d = absl::StrCat(DataDir(), "/rules/layers");
+      dirs = {d + "/etc", d + "/run", d + "/lib"};
+    } else {
+      dirs = {absl::StrCat(DataDir(), "/rules/", set)};
+    }
+    absl::StatusOr<std::vector<RulesFile>> files = ListRulesFiles(dirs);
+    ASSERT_TRUE(files.ok()) << files.status();
+    std::vector<std::string> ours;
+    for (const RulesFile& f : *files) {
+      if (f.masked) continue;  // udevd lists it, then skips it as empty: not "Reading"
+      const std::string dir = set == "debian" ? "lib" : set == "layers" ? f.path.substr(f.path.rfind('/', f.path.rfind('/') - 1) + 1, 3) : "etc";
+      ours.push_back(absl::StrCat(dir, " ", f.name));
+    }
+    if (set == "debian" && ours.size() != theirs.size()) {
+      std::cout << "debian: this machine's rules differ from the goldens'; not compared\n";
+      continue;
+    }
+    EXPECT_EQ(ours, theirs) << set;
+  }
+}
 
 }  // namespace
 }  // namespace hotring::hotplug::udevrules

@@ -7,11 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -22,22 +20,7 @@
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/rule_files.h"
-
-// Counts heap allocations of this test binary, for the steady-state test.
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  std::abort();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
+#include "testing/allocation_counter.h"
 
 namespace hotring::hotplug::udevrules {
 namespace {
@@ -313,9 +296,9 @@ TEST(ExecutorTest, AWarmExecutorAllocatesNothingForRulesThatDoNotSubstitute) {
   Outcome outcome;
   const ExecuteOptions options;
   for (int i = 0; i < 3; ++i) executor.Run(*rules, event, host, options, &outcome);
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testing::AllocationCount();
   executor.Run(*rules, event, host, options, &outcome);
-  const uint64_t allocations = g_allocations.load() - before;
+  const uint64_t allocations = testing::AllocationCount() - before;
   EXPECT_EQ(allocations, 0u);
   EXPECT_THAT(outcome.links, ElementsAre("ttyFTDI"));
   EXPECT_EQ(outcome.Property("ID_BUS"), "usb");

@@ -136,6 +136,8 @@ SCRIPT
   done < "$run/builtins"
   out="$here/golden/$SET/$name$([ "$action" = add ] || echo ".$action").golden"
   mkdir -p "$(dirname "$out")"
+  # The rules files udevd read, in order (the same for every device of a set).
+  sed -n 's/^Reading rules file: //p' "$run/stderr" > "$here/golden/$SET/rules.files"
   python3 "$here/udevadm_to_golden.py" --run "$run" --pristine "$work/pristine" \
     --proc-sys "$here/fixtures/proc_sys" --action "$action" --devpath "$devpath" \
     --version "$version" > "$out"
