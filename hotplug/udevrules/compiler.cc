@@ -200,7 +200,7 @@ bool Compiler::AddKey(const KeyValue& kv, Pending& line) {
     AddToken(line, s.type, op, value, std::nullopt);
     return true;
   }
-  using Handler = bool (Compiler::*)(const KeyValue&, Pending&);
+  using Handler = bool (Compiler::*)(const KeyValue&, Op, Pending&);
   struct Key {
     absl::string_view key;
     Handler handler;
@@ -227,7 +227,7 @@ bool Compiler::AddKey(const KeyValue& kv, Pending& line) {
       {"LABEL", &Compiler::KeyLabel},
   };
   for (const Key& k : kKeys) {
-    if (key == k.key) return (this->*k.handler)(kv, line);
+    if (key == k.key) return (this->*k.handler)(kv, op, line);
   }
   Error(absl::StrCat("Invalid key '", key, "'"));
   return false;

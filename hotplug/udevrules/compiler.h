@@ -51,26 +51,28 @@ class Compiler {
   };
 
   void CompileRule(const RuleText& rule);
+  static bool IsMatch(Op op) { return op == Op::kMatch || op == Op::kNoMatch; }
   // udevd's parse_token: false drops the line (the problem is reported).
   bool AddKey(const KeyValue& kv, Pending& line);
-  // AddKey for each key that is more than a match of the device.
-  bool KeySymlink(const KeyValue& kv, Pending& line);
-  bool KeyName(const KeyValue& kv, Pending& line);
-  bool KeyEnv(const KeyValue& kv, Pending& line);
-  bool KeyConst(const KeyValue& kv, Pending& line);
-  bool KeyTag(const KeyValue& kv, Pending& line);
-  bool KeyAttrOrSysctl(const KeyValue& kv, Pending& line);
-  bool KeyAttrs(const KeyValue& kv, Pending& line);
-  bool KeyTest(const KeyValue& kv, Pending& line);
-  bool KeyProgram(const KeyValue& kv, Pending& line);
-  bool KeyImport(const KeyValue& kv, Pending& line);
-  bool KeyOptions(const KeyValue& kv, Pending& line);
-  bool KeyOwnerOrGroup(const KeyValue& kv, Pending& line);
-  bool KeyMode(const KeyValue& kv, Pending& line);
-  bool KeySeclabel(const KeyValue& kv, Pending& line);
-  bool KeyRun(const KeyValue& kv, Pending& line);
-  bool KeyGoto(const KeyValue& kv, Pending& line);
-  bool KeyLabel(const KeyValue& kv, Pending& line);
+  // AddKey for each key that is more than a match of the device; `op` is the key's, which
+  // some change (udevd assumes "=" for some operators it warns about).
+  bool KeySymlink(const KeyValue& kv, Op op, Pending& line);
+  bool KeyName(const KeyValue& kv, Op op, Pending& line);
+  bool KeyEnv(const KeyValue& kv, Op op, Pending& line);
+  bool KeyConst(const KeyValue& kv, Op op, Pending& line);
+  bool KeyTag(const KeyValue& kv, Op op, Pending& line);
+  bool KeyAttrOrSysctl(const KeyValue& kv, Op op, Pending& line);
+  bool KeyAttrs(const KeyValue& kv, Op op, Pending& line);
+  bool KeyTest(const KeyValue& kv, Op op, Pending& line);
+  bool KeyProgram(const KeyValue& kv, Op op, Pending& line);
+  bool KeyImport(const KeyValue& kv, Op op, Pending& line);
+  bool KeyOptions(const KeyValue& kv, Op op, Pending& line);
+  bool KeyOwnerOrGroup(const KeyValue& kv, Op op, Pending& line);
+  bool KeyMode(const KeyValue& kv, Op op, Pending& line);
+  bool KeySeclabel(const KeyValue& kv, Op op, Pending& line);
+  bool KeyRun(const KeyValue& kv, Op op, Pending& line);
+  bool KeyGoto(const KeyValue& kv, Op op, Pending& line);
+  bool KeyLabel(const KeyValue& kv, Op op, Pending& line);
   void AddToken(Pending& line, TokenType type, Op op, absl::string_view value,
                 std::optional<absl::string_view> attr, int64_t number = 0);
   void ResolveGotos(bool file_complete);
