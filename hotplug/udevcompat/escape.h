@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "core/utf8.h"
 
 namespace hotring::hotplug::udevcompat {
 
@@ -28,8 +29,8 @@ namespace hotring::hotplug::udevcompat {
 // characters dropped (blkid -o udev: "a\x01b c" -> "ab_c").
 [[nodiscard]] std::string BlkidSafeString(absl::string_view in);
 
-// The length of the valid UTF-8 sequence starting at `in` (1 for ASCII), 0 when invalid.
-[[nodiscard]] size_t Utf8SequenceLength(absl::string_view in);
+// The length of the valid UTF-8 sequence starting at `in` (core/utf8.h).
+using ::hotring::Utf8SequenceLength;
 
 }  // namespace hotring::hotplug::udevcompat
 

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -21,6 +20,7 @@
 #include "hotplug/udevcompat/udevcompat_handler.h"
 #include "hotplug/udevcompat/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
+#include "testing/udev_devices.h"
 
 namespace hotring::hotplug::udevcompat {
 namespace {
@@ -32,84 +32,27 @@ using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 using testing::FakeSysfs;
 
-constexpr char kXhci[] = "/devices/pci0000:00/0000:00:05.0";
-
-// One input device of the guest: where it hangs, and its attributes as the guest read them.
-struct GuestInput {
-  std::string parent;  // the device the inputN hangs below
-  int input;           // inputN
-  int event;           // eventN
-  int mouse;           // mouseN, or -1
-  Attrs attrs;         // name, id/*, capabilities/*, properties
-};
+constexpr const char* kXhci = testing::kGuestXhci;
+using testing::GuestInput;
 
 class GuestRecordedTest : public SysfsFixture {
  protected:
-  void Driver(const std::string& devpath, const std::string& bus, const std::string& name) {
-    ASSERT_TRUE(sys_->AddDriver(bus, name).ok());
-    int depth = 0;
-    for (char c : devpath) depth += c == '/' ? 1 : 0;
-    std::string up;
-    for (int i = 0; i < depth; ++i) up += "../";
-    ASSERT_EQ(::symlink(absl::StrCat(up, "bus/", bus, "/drivers/", name).c_str(),
-                        sys_->Path(absl::StrCat(devpath, "/driver")).c_str()),
-              0);
-  }
-
   // A USB HID device on the xHCI's port `port` with the guest's attributes and descriptors.
   std::string AddUsbHid(int port, const std::string& product, const std::string& serial,
                         const std::string& descriptors_hex, const std::string& hid_id,
                         const std::string& subclass, const std::string& protocol) {
-    Add(kXhci, "pci", {{"PCI_ID", "1B36:000D"}}, {{"vendor", "0x1b36"}, {"device", "0x000d"}});
-    // bDeviceClass: a root hub's is 09; the devices' is their descriptors' fifth byte (00).
-    Add(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}},
-        {{"idVendor", "1d6b"}, {"idProduct", "0002"}, {"bDeviceClass", "09"}});
-    const std::string dev = absl::StrCat(kXhci, "/usb1/1-", port);
-    Add(dev, "usb", {{"DEVTYPE", "usb_device"}, {"PRODUCT", "627/1/0"}},
-        {{"idVendor", "0627"},
-         {"idProduct", "0001"},
-         {"manufacturer", "QEMU"},
-         {"product", product},
-         {"serial", serial},
-         {"bcdDevice", "0000"},
-         {"bDeviceClass", "00"},
-         {"descriptors", absl::HexStringToBytes(descriptors_hex)}});
-    const std::string intf = absl::StrCat(dev, "/1-", port, ":1.0");
-    Add(intf, "usb", {{"DEVTYPE", "usb_interface"}},
-        {{"bInterfaceNumber", "00"},
-         {"bInterfaceClass", "03"},
-         {"bInterfaceSubClass", subclass},
-         {"bInterfaceProtocol", protocol}});
-    Driver(intf, "usb", "usbhid");
-    const std::string hid = absl::StrCat(intf, "/", hid_id);
-    Add(hid, "hid");
-    return hid;
+    absl::StatusOr<std::string> hid = testing::AddGuestUsbHid(*sys_, port, product, serial, descriptors_hex,
+                                                              hid_id, subclass, protocol);
+    EXPECT_TRUE(hid.ok()) << hid.status();
+    return hid.value_or("");
   }
 
-  void AddI8042() {
-    Add("/devices/platform/i8042", "platform");
-    Add("/devices/platform/i8042/serio0", "serio");
-    Add("/devices/platform/i8042/serio1", "serio");
-  }
+  void AddI8042() { ASSERT_TRUE(testing::AddGuestI8042(*sys_).ok()); }
 
   // inputN with its attributes, its eventN and mouseN.
   void AddInput(const GuestInput& in) {
-    const std::string input = absl::StrCat(in.parent, "/input/input", in.input);
-    Add(input, "input", {{"PRODUCT", "3/627/1/111"}}, {}, FakeSysfs::Kind::kClass);
-    for (const auto& [name, value] : in.attrs) {
-      // Bitmaps as a kernel of this build's word size prints them (recorded on x86-64).
-      const bool bitmap = absl::StartsWith(name, "capabilities/") || name == "properties";
-      const std::string text = bitmap ? testing::KernelBitmap(value) : value;
-      ASSERT_TRUE(sys_->WriteFile(absl::StrCat(input, "/", name), text + "\n").ok());
-    }
-    Add(absl::StrCat(input, "/event", in.event), "input",
-        {{"MAJOR", "13"}, {"MINOR", absl::StrCat(64 + in.event)}, {"DEVNAME", absl::StrCat("input/event", in.event)}},
-        {}, FakeSysfs::Kind::kClass);
-    if (in.mouse >= 0) {
-      Add(absl::StrCat(input, "/mouse", in.mouse), "input",
-          {{"MAJOR", "13"}, {"MINOR", absl::StrCat(32 + in.mouse)}, {"DEVNAME", absl::StrCat("input/mouse", in.mouse)}},
-          {}, FakeSysfs::Kind::kClass);
-    }
+    const absl::Status s = testing::AddGuestInput(*sys_, in);
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // What the udevcompat link computes for the device at `devpath` (an add event as the kernel
@@ -134,77 +77,6 @@ class GuestRecordedTest : public SysfsFixture {
 
   std::vector<std::string> tags_;  // the last Compute's tags (udevd's guest: "seat" only)
 };
-
-// The guest's capability bitmaps (`=== sysfs`).
-const Attrs kUsbKeyboard = {{"name", "QEMU QEMU USB Keyboard"},
-                            {"id/bustype", "0003"},
-                            {"id/vendor", "0627"},
-                            {"id/product", "0001"},
-                            {"id/version", "0111"},
-                            {"capabilities/ev", "120013"},
-                            {"capabilities/key", "1000000000007 ff9f207ac14057ff febeffdfffefffff fffffffffffffffe"},
-                            {"capabilities/rel", "0"},
-                            {"capabilities/abs", "0"},
-                            {"capabilities/msc", "10"},
-                            {"capabilities/led", "1f"},
-                            {"capabilities/sw", "0"},
-                            {"properties", "0"}};
-const Attrs kUsbMouse = {{"name", "QEMU QEMU USB Mouse"},
-                         {"id/bustype", "0003"},
-                         {"id/vendor", "0627"},
-                         {"id/product", "0001"},
-                         {"id/version", "0001"},
-                         {"capabilities/ev", "17"},
-                         {"capabilities/key", "1f0000 0 0 0 0"},
-                         {"capabilities/rel", "903"},
-                         {"capabilities/abs", "0"},
-                         {"capabilities/msc", "10"},
-                         {"capabilities/sw", "0"},
-                         {"properties", "0"}};
-const Attrs kUsbTablet = {{"name", "QEMU QEMU USB Tablet"},
-                          {"id/bustype", "0003"},
-                          {"id/vendor", "0627"},
-                          {"id/product", "0001"},
-                          {"id/version", "0001"},
-                          {"capabilities/ev", "1f"},
-                          {"capabilities/key", "70000 0 0 0 0"},
-                          {"capabilities/rel", "900"},
-                          {"capabilities/abs", "3"},
-                          {"capabilities/msc", "10"},
-                          {"capabilities/sw", "0"},
-                          {"properties", "0"}};
-const Attrs kAtKeyboard = {{"name", "AT Translated Set 2 keyboard"},
-                           {"id/bustype", "0011"},
-                           {"id/vendor", "0001"},
-                           {"id/product", "0001"},
-                           {"id/version", "ab41"},
-                           {"capabilities/ev", "120013"},
-                           {"capabilities/key", "402000002 3803078f800d001 feffffdfffefffff fffffffffffffffe"},
-                           {"capabilities/rel", "0"},
-                           {"capabilities/abs", "0"},
-                           {"capabilities/msc", "10"},
-                           {"capabilities/led", "7"},
-                           {"capabilities/sw", "0"},
-                           {"properties", "0"}};
-const Attrs kPs2Mouse = {{"name", "ImExPS/2 Generic Explorer Mouse"},
-                         {"id/bustype", "0011"},
-                         {"id/vendor", "0002"},
-                         {"id/product", "0006"},
-                         {"id/version", "0000"},
-                         {"capabilities/ev", "7"},
-                         {"capabilities/key", "1f0000 0 0 0 0"},
-                         {"capabilities/rel", "143"},
-                         {"capabilities/abs", "0"},
-                         {"capabilities/sw", "0"},
-                         {"properties", "1"}};
-
-// The guest's USB descriptors (device, configuration, interface, HID, endpoint), hex.
-constexpr char kKeyboardDescriptors[] = 
-    "120100020000004027060100000001040b0109022200010108a032090400000103010100092111010001223f0007058103080007";
-constexpr char kMouseDescriptors[] = 
-    "12010002000000402706010000000102090109022200010106a03209040000010301020009210100000122340007058103040007";
-constexpr char kTabletDescriptors[] = 
-    "120100020000004027060100000001030a0109022200010107a032090400000103000000092101000001224a0007058103080004";
 
 Properties UsbIdentity(const std::string& model, const std::string& serial_short, const std::string& interfaces) {
   return {{"ID_BUS", "usb"},
@@ -239,9 +111,9 @@ Properties With(Properties props, const Properties& more) {
 }
 
 TEST_F(GuestRecordedTest, UsbKeyboard) {
-  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", kKeyboardDescriptors,
+  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", testing::kGuestKeyboardDescriptors,
                                     "0003:0627:0001.0001", "01", "01");
-  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = kUsbKeyboard});
+  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = testing::kGuestUsbKeyboard});
   const std::string input = absl::StrCat(hid, "/input/input4");
   const Properties expected =
       With({{"ID_INPUT", "1"}, {"ID_INPUT_KEY", "1"}, {"ID_INPUT_KEYBOARD", "1"}},
@@ -261,12 +133,12 @@ TEST_F(GuestRecordedTest, UsbKeyboard) {
 }
 
 TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
-  const std::string mouse_hid = AddUsbHid(2, "QEMU USB Mouse", "89126-0000:00:05.0-2", kMouseDescriptors,
+  const std::string mouse_hid = AddUsbHid(2, "QEMU USB Mouse", "89126-0000:00:05.0-2", testing::kGuestMouseDescriptors,
                                           "0003:0627:0001.0002", "01", "02");
-  const std::string tablet_hid = AddUsbHid(3, "QEMU USB Tablet", "28754-0000:00:05.0-3", kTabletDescriptors,
+  const std::string tablet_hid = AddUsbHid(3, "QEMU USB Tablet", "28754-0000:00:05.0-3", testing::kGuestTabletDescriptors,
                                            "0003:0627:0001.0003", "00", "00");
-  AddInput({.parent = mouse_hid, .input = 5, .event = 3, .mouse = 1, .attrs = kUsbMouse});
-  AddInput({.parent = tablet_hid, .input = 6, .event = 4, .mouse = 2, .attrs = kUsbTablet});
+  AddInput({.parent = mouse_hid, .input = 5, .event = 3, .mouse = 1, .attrs = testing::kGuestUsbMouse});
+  AddInput({.parent = tablet_hid, .input = 6, .event = 4, .mouse = 2, .attrs = testing::kGuestUsbTablet});
   const std::string mouse = absl::StrCat(mouse_hid, "/input/input5");
   const std::string tablet = absl::StrCat(tablet_hid, "/input/input6");
   // The tablet has absolute axes and BTN_LEFT but no pen tool: input_id calls it a mouse.
@@ -299,8 +171,8 @@ TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
 
 TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
   AddI8042();
-  AddInput({.parent = "/devices/platform/i8042/serio0", .input = 0, .event = 0, .mouse = -1, .attrs = kAtKeyboard});
-  AddInput({.parent = "/devices/platform/i8042/serio1", .input = 3, .event = 1, .mouse = 0, .attrs = kPs2Mouse});
+  AddInput({.parent = "/devices/platform/i8042/serio0", .input = 0, .event = 0, .mouse = -1, .attrs = testing::kGuestAtKeyboard});
+  AddInput({.parent = "/devices/platform/i8042/serio1", .input = 3, .event = 1, .mouse = 0, .attrs = testing::kGuestPs2Mouse});
   auto [props, links] = Compute("/devices/platform/i8042/serio0/input/input0/event0", "input",
                                 {{"DEVNAME", "input/event0"}});
   EXPECT_THAT(props, UnorderedElementsAre(Pair("ID_INPUT", "1"), Pair("ID_INPUT_KEY", "1"),
@@ -326,9 +198,9 @@ TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
 }
 
 TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
-  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", kKeyboardDescriptors,
+  const std::string hid = AddUsbHid(1, "QEMU USB Keyboard", "68284-0000:00:05.0-1", testing::kGuestKeyboardDescriptors,
                                     "0003:0627:0001.0001", "01", "01");
-  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = kUsbKeyboard});
+  AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = testing::kGuestUsbKeyboard});
   Add(absl::StrCat(hid, "/input/input4/input4::capslock"), "leds", {}, {}, FakeSysfs::Kind::kClass);
   AddI8042();
   Add("/devices/platform/floppy.0", "platform");
