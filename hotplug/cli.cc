@@ -30,7 +30,7 @@
 #include "hotplug/replay/replay_command.h"
 #include "hotplug/rules/rules_handler.h"
 #include "hotplug/trigger.h"
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/monitor.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
 
 namespace hotring::hotplug {
@@ -208,7 +208,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
     return absl::OkStatus();
   };
   if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("daemon", parsed);
-  if (udev_compat && options.rebroadcast_group == udevcompat::kUdevMonitorGroup) {
+  if (udev_compat && options.rebroadcast_group == udev::kUdevMonitorGroup) {
     // libudev would take the kernel-format copies on group 2 for udev's own announcements.
     return ReportError("daemon", absl::InvalidArgumentError(
                                      "--rebroadcast 2 and --udev-compat both send on group 2"));

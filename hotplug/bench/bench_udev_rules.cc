@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/sysfs_host.h"
@@ -38,9 +38,9 @@ template <typename V>
 using Cache = absl::flat_hash_map<std::string, V>;
 
 // sysfs as the builtins see it, read once.
-class CachingView final : public udevcompat::SysfsView {
+class CachingView final : public udev::SysfsView {
  public:
-  explicit CachingView(const udevcompat::SysfsView& inner) : inner_(inner) {}
+  explicit CachingView(const udev::SysfsView& inner) : inner_(inner) {}
   std::optional<std::string> Attribute(absl::string_view devpath, absl::string_view name) const override {
     return Get(attributes_, devpath, name, [&] { return inner_.Attribute(devpath, name); });
   }
@@ -67,7 +67,7 @@ class CachingView final : public udevcompat::SysfsView {
     if (it == device.end()) it = device.emplace(std::string(name), read()).first;
     return it->second;
   }
-  const udevcompat::SysfsView& inner_;
+  const udev::SysfsView& inner_;
   mutable Table attributes_;
   mutable Table links_;
   mutable Cache<bool> devices_;
@@ -112,9 +112,9 @@ class CachingHost final : public ur::SysfsHost {
                           absl::string_view devpath, absl::Span<const ur::PropertyView>,
                           ur::OwnedProperties* out) override {
     if (builtins_ && (name == "input_id" || name == "path_id" || name == "usb_id")) {
-      udevcompat::Properties props = name == "input_id" ? udevcompat::InputId(cached_view_, devpath)
-                                     : name == "path_id" ? udevcompat::PathId(cached_view_, devpath)
-                                                         : udevcompat::UsbId(cached_view_, devpath);
+      udev::Properties props = name == "input_id" ? udev::InputId(cached_view_, devpath)
+                                     : name == "path_id" ? udev::PathId(cached_view_, devpath)
+                                                         : udev::UsbId(cached_view_, devpath);
       if (props.empty() && name != "input_id") return absl::NotFoundError("nothing found");
       for (auto& kv : props) out->push_back(std::move(kv));
       return absl::OkStatus();

@@ -13,12 +13,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/event.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 #include "hotplug/udevcompat/links.h"
 #include "hotplug/udevcompat/seat.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/sysfs_view.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
-#include "hotplug/udevcompat/sysfs_fixture.h"
+#include "hotplug/udev/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 #include "testing/udev_devices.h"
 
@@ -35,7 +35,7 @@ using testing::FakeSysfs;
 constexpr const char* kXhci = testing::kGuestXhci;
 using testing::GuestInput;
 
-class GuestRecordedTest : public SysfsFixture {
+class GuestRecordedTest : public udev::SysfsFixture {
  protected:
   // A USB HID device on the xHCI's port `port` with the guest's attributes and descriptors.
   std::string AddUsbHid(int port, const std::string& product, const std::string& serial,
@@ -57,18 +57,18 @@ class GuestRecordedTest : public SysfsFixture {
 
   // What the udevcompat link computes for the device at `devpath` (an add event as the kernel
   // sends it) and the links it makes.
-  std::pair<Properties, std::vector<std::string>> Compute(const std::string& devpath,
+  std::pair<udev::Properties, std::vector<std::string>> Compute(const std::string& devpath,
                                                           const std::string& subsystem,
-                                                          Attrs env = {}) {
+                                                          udev::Attrs env = {}) {
     Event e;
     e.action = "add";
     e.subsystem = subsystem;
     e.devpath = devpath;
     e.env = std::move(env);
     if (std::optional<absl::string_view> n = e.Get("DEVNAME"); n.has_value()) e.devname = std::string(*n);
-    const DirSysfsView view(sys_->root());
+    const udev::DirSysfsView view(sys_->root());
     std::string probe_error;
-    Properties props = ComputeProperties(view, e, "/nonexistent", {}, &probe_error);
+    udev::Properties props = ComputeProperties(view, e, "/nonexistent", {}, &probe_error);
     EXPECT_EQ(probe_error, "");
     tags_ = ApplySeatRules(view, e, {}, props);
     std::vector<std::string> links = PersistentLinks(e, props, ReadLinkFacts(view, devpath), nullptr);
@@ -78,7 +78,7 @@ class GuestRecordedTest : public SysfsFixture {
   std::vector<std::string> tags_;  // the last Compute's tags (udevd's guest: "seat" only)
 };
 
-Properties UsbIdentity(const std::string& model, const std::string& serial_short, const std::string& interfaces) {
+udev::Properties UsbIdentity(const std::string& model, const std::string& serial_short, const std::string& interfaces) {
   return {{"ID_BUS", "usb"},
           {"ID_MODEL", absl::StrCat("QEMU_USB_", model)},
           {"ID_MODEL_ENC", absl::StrCat("QEMU\\x20USB\\x20", model)},
@@ -105,7 +105,7 @@ Properties UsbIdentity(const std::string& model, const std::string& serial_short
           {"ID_USB_DRIVER", "usbhid"}};
 }
 
-Properties With(Properties props, const Properties& more) {
+udev::Properties With(udev::Properties props, const udev::Properties& more) {
   for (const auto& kv : more) props.push_back(kv);
   return props;
 }
@@ -115,7 +115,7 @@ TEST_F(GuestRecordedTest, UsbKeyboard) {
                                     "0003:0627:0001.0001", "01", "01");
   AddInput({.parent = hid, .input = 4, .event = 2, .mouse = -1, .attrs = testing::kGuestUsbKeyboard});
   const std::string input = absl::StrCat(hid, "/input/input4");
-  const Properties expected =
+  const udev::Properties expected =
       With({{"ID_INPUT", "1"}, {"ID_INPUT_KEY", "1"}, {"ID_INPUT_KEYBOARD", "1"}},
            With(UsbIdentity("Keyboard", "68284-0000:00:05.0-1", ":030101:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_1_1_0"}}));
@@ -142,11 +142,11 @@ TEST_F(GuestRecordedTest, UsbMouseAndTablet) {
   const std::string mouse = absl::StrCat(mouse_hid, "/input/input5");
   const std::string tablet = absl::StrCat(tablet_hid, "/input/input6");
   // The tablet has absolute axes and BTN_LEFT but no pen tool: input_id calls it a mouse.
-  const Properties expected_mouse =
+  const udev::Properties expected_mouse =
       With({{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}},
            With(UsbIdentity("Mouse", "89126-0000:00:05.0-2", ":030102:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:2:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_2_1_0"}}));
-  const Properties expected_tablet =
+  const udev::Properties expected_tablet =
       With({{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}},
            With(UsbIdentity("Tablet", "28754-0000:00:05.0-3", ":030000:"),
                 {{"ID_PATH", "pci-0000:00:05.0-usb-0:3:1.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0-usb-0_3_1_0"}}));
@@ -187,11 +187,11 @@ TEST_F(GuestRecordedTest, I8042KeyboardAndPs2MouseHaveByPathLinksOnly) {
                                           Pair("ID_PATH_TAG", "platform-i8042-serio-1")));
   EXPECT_THAT(links, ElementsAre("input/by-path/platform-i8042-serio-1-mouse"));
   EXPECT_THAT(tags_, IsEmpty());
-  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio0/input/input0", "input").first,
+  EXPECT_EQ(udev::PropertyValue(Compute("/devices/platform/i8042/serio0/input/input0", "input").first,
                           "ID_FOR_SEAT"),
             "input-platform-i8042-serio-0");
   EXPECT_THAT(tags_, ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(Compute("/devices/platform/i8042/serio1/input/input3", "input").first,
+  EXPECT_EQ(udev::PropertyValue(Compute("/devices/platform/i8042/serio1/input/input3", "input").first,
                           "ID_FOR_SEAT"),
             "input-platform-i8042-serio-1");
   EXPECT_THAT(tags_, ElementsAre("seat"));
@@ -211,14 +211,14 @@ TEST_F(GuestRecordedTest, PciUsbPlatformAndLedsGetPathId) {
   EXPECT_THAT(tags_, IsEmpty());
   // The root hub: no port in its name, so the path stops at the controller. Hubs and class-00
   // devices are "seat" ports.
-  const Properties hub = Compute(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
-  EXPECT_EQ(PropertyValue(hub, "ID_PATH"), "pci-0000:00:05.0");
-  EXPECT_EQ(PropertyValue(hub, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
+  const udev::Properties hub = Compute(absl::StrCat(kXhci, "/usb1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
+  EXPECT_EQ(udev::PropertyValue(hub, "ID_PATH"), "pci-0000:00:05.0");
+  EXPECT_EQ(udev::PropertyValue(hub, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
   EXPECT_THAT(tags_, ElementsAre("seat"));
-  const Properties keyboard =
+  const udev::Properties keyboard =
       Compute(absl::StrCat(kXhci, "/usb1/1-1"), "usb", {{"DEVTYPE", "usb_device"}}).first;
-  EXPECT_EQ(PropertyValue(keyboard, "ID_PATH"), "pci-0000:00:05.0-usb-0:1");
-  EXPECT_EQ(PropertyValue(keyboard, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
+  EXPECT_EQ(udev::PropertyValue(keyboard, "ID_PATH"), "pci-0000:00:05.0-usb-0:1");
+  EXPECT_EQ(udev::PropertyValue(keyboard, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
   EXPECT_THAT(tags_, ElementsAre("seat"));
   EXPECT_THAT(Compute(absl::StrCat(kXhci, "/usb1/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}).first,
               ElementsAre(Pair("ID_PATH", "pci-0000:00:05.0-usb-0:1:1.0"),
@@ -278,7 +278,7 @@ TEST_F(GuestRecordedTest, VirtioGpuDrmDevicesAndFramebufferTags) {
       {}, FakeSysfs::Kind::kClass);
   Add(gpu + "/graphics/fb0", "graphics", {{"MAJOR", "29"}, {"MINOR", "0"}, {"DEVNAME", "fb0"}}, {},
       FakeSysfs::Kind::kClass);
-  const Properties path = {{"ID_PATH", "pci-0000:00:06.0"}, {"ID_PATH_TAG", "pci-0000_00_06_0"}};
+  const udev::Properties path = {{"ID_PATH", "pci-0000:00:06.0"}, {"ID_PATH_TAG", "pci-0000_00_06_0"}};
   // The PCI function has a driver: path_id only, no tag.
   EXPECT_THAT(Compute(gpu, "pci", {{"DRIVER", "virtio-pci"}}).first,
               UnorderedElementsAreArray(path));

@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hotplug/devroot/dev_root.h"
-#include "hotplug/udevcompat/escape.h"
+#include "hotplug/udev/escape.h"
 
 namespace hotring::hotplug::udevcompat {
 namespace {
@@ -35,24 +35,24 @@ bool StorageKernelName(absl::string_view name) {
   return false;
 }
 
-std::string InputClass(const Properties& props, const LinkFacts& facts) {
+std::string InputClass(const udev::Properties& props, const LinkFacts& facts) {
   std::string cls;
-  if (!PropertyValue(props, "ID_INPUT_KEYBOARD").empty()) cls = "kbd";
-  if (!PropertyValue(props, "ID_INPUT_MOUSE").empty()) cls = "mouse";
-  if (!PropertyValue(props, "ID_INPUT_TOUCHPAD").empty()) cls = "mouse";
-  if (!PropertyValue(props, "ID_INPUT_TABLET").empty()) cls = "mouse";
-  if (!PropertyValue(props, "ID_INPUT_JOYSTICK").empty()) cls = "joystick";
+  if (!udev::PropertyValue(props, "ID_INPUT_KEYBOARD").empty()) cls = "kbd";
+  if (!udev::PropertyValue(props, "ID_INPUT_MOUSE").empty()) cls = "mouse";
+  if (!udev::PropertyValue(props, "ID_INPUT_TOUCHPAD").empty()) cls = "mouse";
+  if (!udev::PropertyValue(props, "ID_INPUT_TABLET").empty()) cls = "mouse";
+  if (!udev::PropertyValue(props, "ID_INPUT_JOYSTICK").empty()) cls = "joystick";
   if (facts.driver == "pcspkr") cls = "spkr";
   if (Contains(facts.name, "dvb") || Contains(facts.name, "DVB") || Contains(facts.name, " IR ")) cls = "ir";
   return cls;
 }
 
-std::vector<std::string> PersistentLinks(const Event& event, const Properties& props,
+std::vector<std::string> PersistentLinks(const Event& event, const udev::Properties& props,
                                          const LinkFacts& facts, std::vector<std::string>* refused) {
   std::vector<std::string> links;
   if (event.action == "remove" || event.devname.empty()) return links;
   const std::string kernel = KernelName(event);
-  auto p = [&](absl::string_view key) { return PropertyValue(props, key); };
+  auto p = [&](absl::string_view key) { return udev::PropertyValue(props, key); };
   if (event.subsystem == "block" && StorageKernelName(kernel)) {
     const std::string devtype(event.Get("DEVTYPE").value_or(""));
     const bool partition = devtype == "partition";
@@ -128,7 +128,7 @@ std::vector<std::string> PersistentLinks(const Event& event, const Properties& p
   // then nothing may leave the dev root.
   std::vector<std::string> safe;
   for (std::string& link : links) {
-    link = ReplaceChars(link, "/");
+    link = udev::ReplaceChars(link, "/");
     if (devroot::IsSafeRelativePath(link)) {
       safe.push_back(std::move(link));
     } else if (refused != nullptr) {
@@ -138,7 +138,7 @@ std::vector<std::string> PersistentLinks(const Event& event, const Properties& p
   return safe;
 }
 
-LinkFacts ReadLinkFacts(const SysfsView& view, absl::string_view devpath) {
+LinkFacts ReadLinkFacts(const udev::SysfsView& view, absl::string_view devpath) {
   LinkFacts facts;
   // ATTRS{}/DRIVERS match the device or any ancestor: the nearest one that has it.
   std::optional<std::string> d(devpath);
@@ -149,13 +149,13 @@ LinkFacts ReadLinkFacts(const SysfsView& view, absl::string_view devpath) {
     // DRIVERS=="pcspkr" matches any ancestor's driver.
     const std::string driver = view.LinkName(*d, "driver").value_or("");
     if (facts.driver.empty() || driver == "pcspkr") facts.driver = driver;
-    if (facts.name.empty() && SubsystemOf(view, *d) == "input") {
+    if (facts.name.empty() && udev::SubsystemOf(view, *d) == "input") {
       facts.name = view.Attribute(*d, "name").value_or("");
     }
-    if (facts.virtio_serial.empty() && SubsystemOf(view, *d) == "block") {
+    if (facts.virtio_serial.empty() && udev::SubsystemOf(view, *d) == "block") {
       facts.virtio_serial = view.Attribute(*d, "serial").value_or("");
     }
-    d = ParentOf(view, *d);
+    d = udev::ParentOf(view, *d);
   }
   return facts;
 }

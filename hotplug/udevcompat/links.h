@@ -10,8 +10,8 @@
 
 #include "absl/strings/string_view.h"
 #include "hotplug/event.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/sysfs_view.h"
 
 namespace hotring::hotplug::udevcompat {
 
@@ -25,19 +25,19 @@ struct LinkFacts {
 
 // The links, relative to /dev, in udev's order. Link names that are not safe relative paths
 // (a device value with "..", say) are left out and named in `refused`.
-[[nodiscard]] std::vector<std::string> PersistentLinks(const Event& event, const Properties& props,
+[[nodiscard]] std::vector<std::string> PersistentLinks(const Event& event, const udev::Properties& props,
                                                        const LinkFacts& facts,
                                                        std::vector<std::string>* refused = nullptr);
 
 // The input class 60-persistent-input.rules derives (.INPUT_CLASS): "kbd", "mouse", "joystick",
 // "spkr", "ir" or "".
-[[nodiscard]] std::string InputClass(const Properties& props, const LinkFacts& facts);
+[[nodiscard]] std::string InputClass(const udev::Properties& props, const LinkFacts& facts);
 
 // The kernel names 60-persistent-storage.rules handles at all (fd0, ram0, zram0 are left alone).
 [[nodiscard]] bool StorageKernelName(absl::string_view name);
 
 // LinkFacts read from sysfs for `devpath`.
-[[nodiscard]] LinkFacts ReadLinkFacts(const SysfsView& view, absl::string_view devpath);
+[[nodiscard]] LinkFacts ReadLinkFacts(const udev::SysfsView& view, absl::string_view devpath);
 
 }  // namespace hotring::hotplug::udevcompat
 

@@ -32,7 +32,7 @@ Event Input(const std::string& name) {
 }
 
 TEST(PersistentLinks, PartitionWithFilesystemAndGptEntry) {
-  const Properties props = {{"ID_PATH", "pci-0000:00:02.0"},
+  const udev::Properties props = {{"ID_PATH", "pci-0000:00:02.0"},
                             {"ID_FS_UUID_ENC", "0b9c1d3e-5f7a-4c2b-9e8d-123456789abc"},
                             {"ID_FS_LABEL_ENC", "root\\x20fs"},
                             {"ID_FS_USAGE", "filesystem"},
@@ -52,13 +52,13 @@ TEST(PersistentLinks, UsbDiskByIdAndDiskseq) {
   Event e = Block("sda", "disk");
   e.devpath = "/devices/x/block/sda";
   e.env.emplace_back("DISKSEQ", "9");
-  const Properties props = {{"ID_BUS", "usb"}, {"ID_SERIAL", "Kingston_DT_123"}};
+  const udev::Properties props = {{"ID_BUS", "usb"}, {"ID_SERIAL", "Kingston_DT_123"}};
   EXPECT_THAT(PersistentLinks(e, props, {}),
               ElementsAre("disk/by-id/usb-Kingston_DT_123", "disk/by-diskseq/9"));
 }
 
 TEST(PersistentLinks, SwapHasUuidAndLabelButAnUnknownUsageHasNeither) {
-  Properties props = {{"ID_FS_UUID_ENC", "u"}, {"ID_FS_LABEL_ENC", "l"}, {"ID_FS_USAGE", "other"}};
+  udev::Properties props = {{"ID_FS_UUID_ENC", "u"}, {"ID_FS_LABEL_ENC", "l"}, {"ID_FS_USAGE", "other"}};
   EXPECT_THAT(PersistentLinks(Block("vdb", "disk"), props, {}),
               ElementsAre("disk/by-uuid/u", "disk/by-label/l"));
   props[2].second = "raid";
@@ -66,7 +66,7 @@ TEST(PersistentLinks, SwapHasUuidAndLabelButAnUnknownUsageHasNeither) {
 }
 
 TEST(PersistentLinks, NoLinksForOtherKernelNamesOrRemove) {
-  const Properties props = {{"ID_FS_UUID_ENC", "u"}, {"ID_FS_USAGE", "filesystem"}};
+  const udev::Properties props = {{"ID_FS_UUID_ENC", "u"}, {"ID_FS_USAGE", "filesystem"}};
   EXPECT_THAT(PersistentLinks(Block("ram0", "disk"), props, {}), IsEmpty());
   Event removed = Block("vdb", "disk");
   removed.action = "remove";
@@ -85,13 +85,13 @@ TEST(PersistentLinks, DeviceValuesNeverLeaveTheDevRoot) {
 }
 
 TEST(PersistentLinks, InputByIdAndByPath) {
-  const Properties kbd = {{"ID_INPUT_KEYBOARD", "1"}, {"ID_BUS", "usb"},
+  const udev::Properties kbd = {{"ID_INPUT_KEYBOARD", "1"}, {"ID_BUS", "usb"},
                           {"ID_SERIAL", "QEMU_QEMU_USB_Keyboard_68284-0000:00:04.0-1"},
                           {"ID_PATH", "pci-0000:00:04.0-usb-0:1:1.0"}};
   EXPECT_THAT(PersistentLinks(Input("event2"), kbd, {.interface_number = "00"}),
               ElementsAre("input/by-id/usb-QEMU_QEMU_USB_Keyboard_68284-0000:00:04.0-1-event-kbd",
                           "input/by-path/pci-0000:00:04.0-usb-0:1:1.0-event-kbd"));
-  const Properties mouse = {{"ID_INPUT_MOUSE", "1"}, {"ID_BUS", "i8042"},
+  const udev::Properties mouse = {{"ID_INPUT_MOUSE", "1"}, {"ID_BUS", "i8042"},
                             {"ID_PATH", "platform-i8042-serio-1"}};
   // ATTRS{bInterfaceNumber}=="|00" needs an ancestor with the attribute: the PS/2 mouse gets no
   // by-id link (as systemd-udevd in the qemu guest: by-path only).

@@ -6,13 +6,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "hotplug/udevcompat/database.h"
+#include "hotplug/udev/database.h"
 
 namespace hotring::hotplug::udevcompat {
 namespace {
 
 // ENV{key} as a rule sees it: what earlier rules and builtins set, else the kernel's variable.
-std::string Env(const Event& event, const Properties& props, absl::string_view key) {
+std::string Env(const Event& event, const udev::Properties& props, absl::string_view key) {
   for (const auto& [k, v] : props) {
     if (k == key) return v;
   }
@@ -27,9 +27,9 @@ bool PrefixDigit(absl::string_view kernel, absl::string_view prefix, bool any = 
 }
 
 // SUBSYSTEMS=="scsi", ATTRS{type}=="4|5": one ancestor (or the device) that is both.
-bool ScsiOpticalOrWorm(const SysfsView& view, absl::string_view devpath) {
-  for (std::optional<std::string> d(devpath); d.has_value(); d = ParentOf(view, *d)) {
-    if (SubsystemOf(view, *d) != "scsi") continue;
+bool ScsiOpticalOrWorm(const udev::SysfsView& view, absl::string_view devpath) {
+  for (std::optional<std::string> d(devpath); d.has_value(); d = udev::ParentOf(view, *d)) {
+    if (udev::SubsystemOf(view, *d) != "scsi") continue;
     const std::string type = view.Attribute(*d, "type").value_or("");
     if (type == "4" || type == "5") return true;
   }
@@ -38,7 +38,7 @@ bool ScsiOpticalOrWorm(const SysfsView& view, absl::string_view devpath) {
 
 // 70-uaccess.rules' matches on properties alone (set by other packages' rules or the hwdb):
 // honoured when an earlier stage set them.
-bool UaccessByProperty(const Event& event, const Properties& props, absl::string_view kernel) {
+bool UaccessByProperty(const Event& event, const udev::Properties& props, absl::string_view kernel) {
   const std::string subsystem = event.subsystem;
   auto set = [&](absl::string_view key) { return !Env(event, props, key).empty(); };
   auto one = [&](absl::string_view key) { return Env(event, props, key) == "1"; };
@@ -61,7 +61,7 @@ bool UaccessByProperty(const Event& event, const Properties& props, absl::string
 }
 
 // 70-uaccess.rules for a device with a node (the file skips the others).
-bool Uaccess(const SysfsView& view, const Event& event, const Properties& props,
+bool Uaccess(const udev::SysfsView& view, const Event& event, const udev::Properties& props,
              absl::string_view kernel) {
   const std::string& subsystem = event.subsystem;
   if (subsystem == "usb" && absl::StrContains(Env(event, props, "ID_USB_INTERFACES"), ":060101:")) {
@@ -84,7 +84,7 @@ bool Uaccess(const SysfsView& view, const Event& event, const Properties& props,
 
 // ENV{ID_PCI_CLASS_FROM_DATABASE}=="Display controller": the hwdb's name of PCI base class 0x03;
 // without the hwdb's property, the class attribute says the same.
-bool DisplayController(const SysfsView& view, const Event& event, const Properties& props) {
+bool DisplayController(const udev::SysfsView& view, const Event& event, const udev::Properties& props) {
   const std::string from_db = Env(event, props, "ID_PCI_CLASS_FROM_DATABASE");
   if (!from_db.empty()) return from_db == "Display controller";
   const std::string cls =
@@ -107,8 +107,8 @@ std::optional<std::string> KernelCmdlineValue(absl::string_view cmdline, absl::s
   return value;
 }
 
-std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& event,
-                                        const SeatContext& context, Properties& props) {
+std::vector<std::string> ApplySeatRules(const udev::SysfsView& view, const Event& event,
+                                        const SeatContext& context, udev::Properties& props) {
   std::vector<std::string> tags;
   if (event.action == "remove") return tags;
   auto has = [&](absl::string_view tag) {
@@ -117,7 +117,7 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   auto tag = [&](absl::string_view t) {
     if (!has(t)) tags.emplace_back(t);
   };
-  const std::string kernel = SysnameOf(event.devpath);
+  const std::string kernel = udev::SysnameOf(event.devpath);
   const std::string& subsystem = event.subsystem;
 
   // 70-uaccess.rules: ENV{MAJOR}=="", GOTO="uaccess_end".
@@ -133,7 +133,7 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   // matches only then.
   auto import_nomodeset = [&]() {
     if (!context.nomodeset.has_value()) return false;
-    SetProperty(props, "nomodeset", *context.nomodeset);
+    udev::SetProperty(props, "nomodeset", *context.nomodeset);
     return true;
   };
   if (subsystem == "graphics" && PrefixDigit(kernel, "fb", /*any=*/false) && import_nomodeset()) {
@@ -156,15 +156,15 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
     const std::string product = view.Attribute(event.devpath, "idProduct").value_or("");
     // The Plugable USB docking hub.
     if (vendor == "2230" && (product == "0001" || product == "0003"))
-      SetProperty(props, "ID_AUTOSEAT", "1");
+      udev::SetProperty(props, "ID_AUTOSEAT", "1");
     // The Mimo 720's hub, recognized by its graphics function on port 2.
     if (vendor == "058f" && product == "6254") {
       const std::string port2 = absl::StrCat(kernel, ".2/");
       if (view.Attribute(event.devpath, absl::StrCat(port2, "idVendor")) == "17e9" &&
           view.Attribute(event.devpath, absl::StrCat(port2, "idProduct")) == "401a" &&
           view.Attribute(event.devpath, absl::StrCat(port2, "product")) == "mimo inc") {
-        SetProperty(props, "ID_AUTOSEAT", "1");
-        SetProperty(props, "ID_AVOID_LOOP", "1");
+        udev::SetProperty(props, "ID_AUTOSEAT", "1");
+        udev::SetProperty(props, "ID_AVOID_LOOP", "1");
       }
     }
   }
@@ -172,15 +172,15 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   if (subsystem == "pci" && view.Attribute(event.devpath, "vendor") == "0x1b36" &&
       view.Attribute(event.devpath, "device") == "0x000a") {
     tag("seat");
-    SetProperty(props, "ID_AUTOSEAT", "1");
+    udev::SetProperty(props, "ID_AUTOSEAT", "1");
   }
   if (has("seat") && Env(event, props, "ID_PATH").empty()) {
-    for (const auto& [k, v] : PathId(view, event.devpath)) SetProperty(props, k, v);
+    for (const auto& [k, v] : udev::PathId(view, event.devpath)) udev::SetProperty(props, k, v);
   }
   if (has("seat") && Env(event, props, "ID_FOR_SEAT").empty()) {
     const std::string path_tag = Env(event, props, "ID_PATH_TAG");
     if (!path_tag.empty())
-      SetProperty(props, "ID_FOR_SEAT", absl::StrCat(subsystem, "-", path_tag));
+      udev::SetProperty(props, "ID_FOR_SEAT", absl::StrCat(subsystem, "-", path_tag));
   }
 
   // 73-seat-late.rules.
@@ -188,14 +188,14 @@ std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& even
   if (seat.empty() && Env(event, props, "ID_AUTOSEAT") == "1" &&
       !Env(event, props, "ID_FOR_SEAT").empty()) {
     seat = absl::StrCat("seat-", Env(event, props, "ID_FOR_SEAT"));
-    SetProperty(props, "ID_SEAT", seat);
+    udev::SetProperty(props, "ID_SEAT", seat);
   }
   if (seat.empty() && !context.parent_id_seat.empty()) {
     seat = context.parent_id_seat;
-    SetProperty(props, "ID_SEAT", seat);
+    udev::SetProperty(props, "ID_SEAT", seat);
   }
   // TAG+="$env{ID_SEAT}": udev refuses (and logs) a name with other characters.
-  if (!seat.empty() && ValidTagName(seat)) tag(seat);
+  if (!seat.empty() && udev::ValidTagName(seat)) tag(seat);
   return tags;
 }
 

@@ -3,7 +3,7 @@
 // ID_AUTOSEAT and the path_id import for seat devices) and 73-seat-late.rules (ID_SEAT and its
 // tag). logind, libinput's seat assignment and wlroots' seat code read them through libudev
 // (the device's tags, `udev_enumerate_add_match_tag`, a monitor's tag filter). Pure: the device
-// is read through a SysfsView; the kernel command line and the parent's ID_SEAT are given.
+// is read through a udev::SysfsView; the kernel command line and the parent's ID_SEAT are given.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_SEAT_H_
 #define HOTRING_HOTPLUG_UDEVCOMPAT_SEAT_H_
 
@@ -13,8 +13,8 @@
 
 #include "absl/strings/string_view.h"
 #include "hotplug/event.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/sysfs_view.h"
 
 namespace hotring::hotplug::udevcompat {
 
@@ -41,9 +41,9 @@ struct SeatContext {
 // (ID_GPHOTO2, libsane_matched, ID_SMARTCARD_READER, ... are honoured when `props` has them),
 // the hwdb's ID_TAG_MASTER_OF_SEAT for fb devices, the Mimo 720's parent retrigger (a RUN), and
 // the uaccess builtin's ACLs (logind's job).
-[[nodiscard]] std::vector<std::string> ApplySeatRules(const SysfsView& view, const Event& event,
+[[nodiscard]] std::vector<std::string> ApplySeatRules(const udev::SysfsView& view, const Event& event,
                                                       const SeatContext& context,
-                                                      Properties& props);
+                                                      udev::Properties& props);
 
 }  // namespace hotring::hotplug::udevcompat
 

@@ -9,9 +9,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/event.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/sysfs_view.h"
-#include "hotplug/udevcompat/sysfs_fixture.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/sysfs_view.h"
+#include "hotplug/udev/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -25,18 +25,18 @@ using testing::FakeSysfs;
 
 constexpr char kGpu[] = "/devices/pci0000:00/0000:00:02.0";
 
-class SeatTest : public SysfsFixture {
+class SeatTest : public udev::SysfsFixture {
  protected:
-  SeatTest() : SysfsFixture(FakeSysfs::Kind::kClass) {}
+  SeatTest() : udev::SysfsFixture(FakeSysfs::Kind::kClass) {}
 
-  void AddPci(const std::string& devpath, Attrs attributes = {}) {
+  void AddPci(const std::string& devpath, udev::Attrs attributes = {}) {
     Add(devpath, "pci", {}, std::move(attributes), FakeSysfs::Kind::kBus);
   }
 
   // The rules applied to an add event of `devpath` with the kernel's `env` and the builtins'
   // `props`; the properties they leave are in `props_`.
   std::vector<std::string> Apply(const std::string& devpath, const std::string& subsystem,
-                                 Attrs env = {}, Properties props = {}, SeatContext context = {}) {
+                                 udev::Attrs env = {}, udev::Properties props = {}, SeatContext context = {}) {
     Event e;
     e.action = "add";
     e.subsystem = subsystem;
@@ -45,11 +45,11 @@ class SeatTest : public SysfsFixture {
     e.major = std::string(e.Get("MAJOR").value_or(""));
     e.minor = std::string(e.Get("MINOR").value_or(""));
     props_ = std::move(props);
-    const DirSysfsView view(sys_->root());
+    const udev::DirSysfsView view(sys_->root());
     return ApplySeatRules(view, e, context, props_);
   }
 
-  Properties props_;
+  udev::Properties props_;
 };
 
 TEST_F(SeatTest, DrmCardIsUaccessSeatAndMasterOfSeatWithItsSeatId) {
@@ -66,7 +66,7 @@ TEST_F(SeatTest, DrmCardIsUaccessSeatAndMasterOfSeatWithItsSeatId) {
   // A connector has no node: 70-uaccess skips it, 71-seat's card[0-9]* does not.
   EXPECT_THAT(Apply(absl::StrCat(kGpu, "/drm/card0/card0-DP-1"), "drm"),
               ElementsAre("seat", "master-of-seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
   EXPECT_THAT(
       Apply(absl::StrCat(kGpu, "/drm/renderD128"), "drm", {{"MAJOR", "226"}, {"MINOR", "128"}}),
       ElementsAre("uaccess", "seat"));
@@ -80,7 +80,7 @@ TEST_F(SeatTest, SoundCardIsSeatAndItsNodesUaccessOnly) {
   Add("/devices/pci0000:00/0000:00:1b.0/sound/card0/controlC0", "sound",
       {{"MAJOR", "116"}, {"MINOR", "2"}});
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:1b.0/sound/card0", "sound"), ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "sound-pci-0000_00_1b_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "sound-pci-0000_00_1b_0");
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:1b.0/sound/card0/controlC0", "sound",
                     {{"MAJOR", "116"}, {"MINOR", "2"}}),
               ElementsAre("uaccess"));
@@ -99,14 +99,14 @@ TEST_F(SeatTest, InputDevicesAreSeatJoystickNodesUaccess) {
                      {"ID_PATH", "platform-i8042-serio-1"},
                      {"ID_PATH_TAG", "platform-i8042-serio-1"}}),
               ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "input-platform-i8042-serio-1");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "input-platform-i8042-serio-1");
   EXPECT_THAT(Apply(absl::StrCat(input, "/event1"), "input", {{"MAJOR", "13"}, {"MINOR", "65"}},
                     {{"ID_INPUT", "1"}, {"ID_INPUT_MOUSE", "1"}}),
               IsEmpty());
   EXPECT_THAT(Apply(absl::StrCat(input, "/event1"), "input", {{"MAJOR", "13"}, {"MINOR", "65"}},
                     {{"ID_INPUT", "1"}, {"ID_INPUT_JOYSTICK", "1"}}),
               ElementsAre("uaccess", "seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "input-platform-i8042-serio-1");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "input-platform-i8042-serio-1");
 }
 
 TEST_F(SeatTest, UsbDevicesByClassAndInterfaces) {
@@ -125,11 +125,11 @@ TEST_F(SeatTest, UsbDevicesByClassAndInterfaces) {
   EXPECT_THAT(Apply(hub, "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}},
                     {{"ID_PATH", "pci-0000:00:05.0"}, {"ID_PATH_TAG", "pci-0000_00_05_0"}}),
               ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0");
   EXPECT_THAT(
       Apply(absl::StrCat(hub, "/1-1"), "usb", {{"DEVTYPE", "usb_device"}, {"MAJOR", "189"}}),
       ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "usb-pci-0000_00_05_0-usb-0_1");
   EXPECT_THAT(Apply(absl::StrCat(hub, "/1-1/1-1:1.0"), "usb", {{"DEVTYPE", "usb_interface"}}),
               IsEmpty());
   // A composite device (class ef) is not a seat port, but an MTP/PTP interface makes it uaccess.
@@ -165,17 +165,17 @@ TEST_F(SeatTest, NomodesetMakesFramebuffersAndDriverlessDisplaysMasters) {
   Add("/devices/virtual/graphics/fb10", "graphics", {{"MAJOR", "29"}, {"MINOR", "10"}});
   const std::string fb0 = "/devices/platform/efi-framebuffer.0/graphics/fb0";
   EXPECT_THAT(Apply(fb0, "graphics", {{"MAJOR", "29"}}), ElementsAre("seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "graphics-platform-efi-framebuffer_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "graphics-platform-efi-framebuffer_0");
   EXPECT_THAT(Apply(fb0, "graphics", {{"MAJOR", "29"}}, {}, {.nomodeset = "1"}),
               ElementsAre("seat", "master-of-seat"));
-  EXPECT_EQ(PropertyValue(props_, "nomodeset"), "1");  // IMPORT{cmdline} sets the property
+  EXPECT_EQ(udev::PropertyValue(props_, "nomodeset"), "1");  // IMPORT{cmdline} sets the property
   // fb[0-9] is one digit: fb10 is a seat device, not a master.
   EXPECT_THAT(Apply("/devices/virtual/graphics/fb10", "graphics", {{"MAJOR", "29"}}, {},
                     {.nomodeset = "1"}),
               ElementsAre("seat"));
   EXPECT_THAT(Apply(kGpu, "pci", {}, {}, {.nomodeset = "1"}),
               ElementsAre("seat", "master-of-seat"));
-  EXPECT_EQ(PropertyValue(props_, "ID_FOR_SEAT"), "pci-pci-0000_00_02_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_FOR_SEAT"), "pci-pci-0000_00_02_0");
   EXPECT_THAT(Apply(kGpu, "pci"), IsEmpty());  // KMS may still bind a driver
 }
 
@@ -196,7 +196,7 @@ TEST_F(SeatTest, QemuSeatBridgeMakesASeatItsChildrenImport) {
       Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0/usb3", "usb",
             {{"DEVTYPE", "usb_device"}}, {}, {.parent_id_seat = "seat-pci-pci-0000_00_0a_0"}),
       ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
-  EXPECT_EQ(PropertyValue(props_, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0", "pci", {}, {},
                     {.parent_id_seat = "seat-pci-pci-0000_00_0a_0"}),
               ElementsAre("seat-pci-pci-0000_00_0a_0"));
@@ -204,7 +204,7 @@ TEST_F(SeatTest, QemuSeatBridgeMakesASeatItsChildrenImport) {
   EXPECT_THAT(Apply("/devices/pci0000:00/0000:00:0a.0/0000:01:00.0", "pci", {}, {},
                     {.parent_id_seat = "seat 1"}),
               IsEmpty());
-  EXPECT_EQ(PropertyValue(props_, "ID_SEAT"), "seat 1");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_SEAT"), "seat 1");
 }
 
 TEST_F(SeatTest, PlugableHubIsAnAutoseat) {
@@ -216,7 +216,7 @@ TEST_F(SeatTest, PlugableHubIsAnAutoseat) {
       {{"bDeviceClass", "09"}, {"idVendor", "2230"}, {"idProduct", "0001"}}, FakeSysfs::Kind::kBus);
   EXPECT_THAT(Apply(hub, "usb", {{"DEVTYPE", "usb_device"}}),
               ElementsAre("seat", "seat-usb-pci-0000_00_05_0-usb-0_3"));
-  EXPECT_EQ(PropertyValue(props_, "ID_AUTOSEAT"), "1");
+  EXPECT_EQ(udev::PropertyValue(props_, "ID_AUTOSEAT"), "1");
 }
 
 TEST_F(SeatTest, LedsBacklightMiscAndPropertyMatches) {
@@ -239,7 +239,7 @@ TEST_F(SeatTest, LedsBacklightMiscAndPropertyMatches) {
   EXPECT_THAT(Apply("/devices/virtual/misc/rfkill", "misc", {{"MAJOR", "10"}}),
               ElementsAre("uaccess", "seat"));
   EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}}), IsEmpty());
-  // Properties other packages' rules or the hwdb set are honoured when present.
+  // udev::Properties other packages' rules or the hwdb set are honoured when present.
   EXPECT_THAT(Apply("/devices/virtual/hidraw/hidraw0", "hidraw", {{"MAJOR", "240"}},
                     {{"ID_SECURITY_TOKEN", "1"}}),
               ElementsAre("uaccess", "seat"));
@@ -254,8 +254,8 @@ TEST_F(SeatTest, RemoveGetsNothing) {
   e.subsystem = "misc";
   e.devpath = "/devices/virtual/misc/kvm";
   e.env = {{"MAJOR", "10"}};
-  Properties props;
-  EXPECT_THAT(ApplySeatRules(DirSysfsView(sys_->root()), e, {}, props), IsEmpty());
+  udev::Properties props;
+  EXPECT_THAT(ApplySeatRules(udev::DirSysfsView(sys_->root()), e, {}, props), IsEmpty());
   EXPECT_THAT(props, IsEmpty());
 }
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/monitor.h"
 #include "testing/daemon_fixture.h"
 #include "testing/fake_sysfs.h"
 #include "testing/uevent_injector.h"
@@ -50,7 +50,7 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   ASSERT_GE(listener, 0);
   sockaddr_nl addr{};
   addr.nl_family = AF_NETLINK;
-  addr.nl_groups = 1u << (kUdevMonitorGroup - 1);
+  addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
   ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
 
   absl::StatusOr<testing::DaemonProcess> daemon = testing::DaemonProcess::Start(
@@ -80,7 +80,7 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   char buf[8192];
   const ssize_t got = ::recv(listener, buf, sizeof(buf), MSG_DONTWAIT);
   ASSERT_GT(got, 0) << "no announcement on group 2";
-  auto props = DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(got)));
+  auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(got)));
   ASSERT_TRUE(props.ok()) << props.status();
   EXPECT_THAT(*props, ::testing::Contains(std::make_pair(std::string("ID_INPUT_MOUSE"), std::string("1"))));
 

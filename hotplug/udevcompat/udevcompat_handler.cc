@@ -13,10 +13,10 @@
 #include "core/status.h"
 #include "hotplug/probe/fs_probe.h"
 #include "hotplug/devroot/dev_root.h"
-#include "hotplug/udevcompat/blkid.h"
-#include "hotplug/udevcompat/database.h"
+#include "hotplug/udev/blkid.h"
+#include "hotplug/udev/database.h"
 #include "hotplug/udevcompat/links.h"
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/monitor.h"
 #include "hotplug/probe/partition_table.h"
 #include "hotplug/udevcompat/seat.h"
 #include "io/netlink.h"
@@ -24,20 +24,20 @@
 namespace hotring::hotplug::udevcompat {
 namespace {
 
-bool HasAncestorIn(const SysfsView& view, absl::string_view devpath, absl::string_view subsystem) {
+bool HasAncestorIn(const udev::SysfsView& view, absl::string_view devpath, absl::string_view subsystem) {
   std::optional<std::string> d(devpath);
   while (d.has_value()) {
-    if (SubsystemOf(view, *d) == subsystem) return true;
-    d = ParentOf(view, *d);
+    if (udev::SubsystemOf(view, *d) == subsystem) return true;
+    d = udev::ParentOf(view, *d);
   }
   return false;
 }
 
-void Merge(Properties& into, const Properties& from) {
-  for (const auto& [k, v] : from) SetProperty(into, k, v);
+void Merge(udev::Properties& into, const udev::Properties& from) {
+  for (const auto& [k, v] : from) udev::SetProperty(into, k, v);
 }
 
-uint32_t LogicalBlockSize(const SysfsView& view, absl::string_view disk) {
+uint32_t LogicalBlockSize(const udev::SysfsView& view, absl::string_view disk) {
   uint32_t size = 512;
   if (std::optional<std::string> s = view.Attribute(disk, "queue/logical_block_size"); s.has_value()) {
     if (!absl::SimpleAtoi(*s, &size) || size < 512 || size > 4096) size = 512;
@@ -45,8 +45,8 @@ uint32_t LogicalBlockSize(const SysfsView& view, absl::string_view disk) {
   return size;
 }
 
-void ProbeBlock(const SysfsView& view, const Event& event, const std::string& dev_root,
-                Properties& props, std::string* probe_error) {
+void ProbeBlock(const udev::SysfsView& view, const Event& event, const std::string& dev_root,
+                udev::Properties& props, std::string* probe_error) {
   const std::string kernel = event.devpath.substr(event.devpath.rfind('/') + 1);
   if (absl::StartsWith(kernel, "sr") || (absl::StartsWith(kernel, "mmcblk") && absl::StrContains(kernel, "boot"))) {
     return;  // udev does not run blkid on optical drives or eMMC boot partitions
@@ -69,12 +69,12 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
     if (!table.ok()) {
       note(table.status());
     } else if (table->has_value()) {
-      Merge(props, PartitionTableProperties(**table));
+      Merge(props, udev::PartitionTableProperties(**table));
     }
   } else if (devtype == "partition") {
-    const std::optional<std::string> disk = ParentOf(view, event.devpath);
+    const std::optional<std::string> disk = udev::ParentOf(view, event.devpath);
     const std::optional<std::string> disk_name =
-        disk.has_value() ? UeventValue(view, *disk, "DEVNAME") : std::nullopt;
+        disk.has_value() ? udev::UeventValue(view, *disk, "DEVNAME") : std::nullopt;
     int number = 0;
     const std::string partn(event.Get("PARTN").value_or(""));
     if (!absl::SimpleAtoi(partn, &number)) {
@@ -90,10 +90,10 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
       if (!table.ok()) {
         note(table.status());
       } else if (table->has_value()) {
-        const std::string devnum = absl::StrCat(UeventValue(view, *disk, "MAJOR").value_or(""), ":",
-                                                UeventValue(view, *disk, "MINOR").value_or(""));
+        const std::string devnum = absl::StrCat(udev::UeventValue(view, *disk, "MAJOR").value_or(""), ":",
+                                                udev::UeventValue(view, *disk, "MINOR").value_or(""));
         for (const probe::PartitionEntry& entry : (*table)->entries) {
-          if (entry.number == number) Merge(props, PartitionEntryProperties(**table, entry, devnum));
+          if (entry.number == number) Merge(props, udev::PartitionEntryProperties(**table, entry, devnum));
         }
       }
     }
@@ -102,7 +102,7 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
   if (!fs.ok()) {
     note(fs.status());
   } else if (fs->has_value()) {
-    Merge(props, FsProperties(**fs));
+    Merge(props, udev::FsProperties(**fs));
   }
 }
 
@@ -114,32 +114,32 @@ uint64_t MonotonicUsec() {
 
 }  // namespace
 
-Properties ComputeProperties(const SysfsView& view, const Event& event, const std::string& dev_root,
-                             const Properties& parent_disk, std::string* probe_error) {
-  Properties props;
+udev::Properties ComputeProperties(const udev::SysfsView& view, const Event& event, const std::string& dev_root,
+                             const udev::Properties& parent_disk, std::string* probe_error) {
+  udev::Properties props;
   const std::string kernel = event.devpath.substr(event.devpath.rfind('/') + 1);
   if (event.subsystem == "input") {
-    props = InputId(view, event.devpath);
+    props = udev::InputId(view, event.devpath);
     // 60-persistent-input.rules: the bus, then usb_id and path_id.
     std::string bustype;
-    for (std::optional<std::string> d(event.devpath); d.has_value(); d = ParentOf(view, *d)) {
+    for (std::optional<std::string> d(event.devpath); d.has_value(); d = udev::ParentOf(view, *d)) {
       if (std::optional<std::string> b = view.Attribute(*d, "id/bustype"); b.has_value()) {
         bustype = *b;
         break;
       }
     }
     if (HasAncestorIn(view, event.devpath, "bluetooth") || bustype == "0005") {
-      SetProperty(props, "ID_BUS", "bluetooth");
+      udev::SetProperty(props, "ID_BUS", "bluetooth");
       return props;
     }
-    if (HasAncestorIn(view, event.devpath, "rmi4")) SetProperty(props, "ID_BUS", "rmi");
-    if (HasAncestorIn(view, event.devpath, "serio")) SetProperty(props, "ID_BUS", "i8042");
-    if (PropertyValue(props, "ID_BUS").empty()) Merge(props, UsbId(view, event.devpath));
+    if (HasAncestorIn(view, event.devpath, "rmi4")) udev::SetProperty(props, "ID_BUS", "rmi");
+    if (HasAncestorIn(view, event.devpath, "serio")) udev::SetProperty(props, "ID_BUS", "i8042");
+    if (udev::PropertyValue(props, "ID_BUS").empty()) Merge(props, udev::UsbId(view, event.devpath));
     const std::string cls = InputClass(props, ReadLinkFacts(view, event.devpath));
-    if (!cls.empty() && PropertyValue(props, "ID_SERIAL").empty()) SetProperty(props, "ID_SERIAL", "noserial");
+    if (!cls.empty() && udev::PropertyValue(props, "ID_SERIAL").empty()) udev::SetProperty(props, "ID_SERIAL", "noserial");
     for (absl::string_view s : {"pci", "usb", "platform", "acpi"}) {
       if (HasAncestorIn(view, event.devpath, s)) {
-        Merge(props, PathId(view, event.devpath));
+        Merge(props, udev::PathId(view, event.devpath));
         break;
       }
     }
@@ -148,39 +148,39 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
     if (devtype == "partition") {
       // IMPORT{parent}="ID_*": the disk's identity first, the partition's own on top.
       for (const auto& [k, v] : parent_disk) {
-        if (absl::StartsWith(k, "ID_")) SetProperty(props, k, v);
+        if (absl::StartsWith(k, "ID_")) udev::SetProperty(props, k, v);
       }
     }
     if (devtype == "disk" && (absl::StartsWith(kernel, "sd") || absl::StartsWith(kernel, "sr")) &&
-        PropertyValue(props, "ID_SERIAL").empty() && HasAncestorIn(view, event.devpath, "usb")) {
-      Merge(props, UsbId(view, event.devpath));
+        udev::PropertyValue(props, "ID_SERIAL").empty() && HasAncestorIn(view, event.devpath, "usb")) {
+      Merge(props, udev::UsbId(view, event.devpath));
     }
     // KERNEL=="vd*[!0-9]", ATTRS{serial}=="?*", ENV{ID_SERIAL}="$attr{serial}"
     if (absl::StartsWith(kernel, "vd") && devtype == "disk") {
       if (std::optional<std::string> serial = view.Attribute(event.devpath, "serial");
           serial.has_value() && !serial->empty()) {
-        SetProperty(props, "ID_SERIAL", *serial);
+        udev::SetProperty(props, "ID_SERIAL", *serial);
       }
     }
-    if (!absl::StrContains(event.devpath, "/virtual/") && PropertyValue(props, "ID_PATH").empty()) {
-      Merge(props, PathId(view, event.devpath));
+    if (!absl::StrContains(event.devpath, "/virtual/") && udev::PropertyValue(props, "ID_PATH").empty()) {
+      Merge(props, udev::PathId(view, event.devpath));
     }
     ProbeBlock(view, event, dev_root, props, probe_error);
   } else if (event.subsystem == "usb" && event.Get("DEVTYPE") == "usb_device") {
-    props = UsbId(view, event.devpath);
+    props = udev::UsbId(view, event.devpath);
   }
   // 75-net-description.rules: a USB interface's usb_id, else a PCI parent's ids;
   // 80-net-setup-link.rules: path_id. (net_id's ID_NET_NAME_* and the renaming are not done.)
   if (event.subsystem == "net") {
     if (HasAncestorIn(view, event.devpath, "usb")) {
-      Merge(props, UsbId(view, event.devpath));
+      Merge(props, udev::UsbId(view, event.devpath));
     } else {
-      for (std::optional<std::string> d = ParentOf(view, event.devpath); d.has_value();
-           d = ParentOf(view, *d)) {
-        if (SubsystemOf(view, *d) != "pci") continue;
-        SetProperty(props, "ID_BUS", "pci");
-        SetProperty(props, "ID_VENDOR_ID", view.Attribute(*d, "vendor").value_or(""));
-        SetProperty(props, "ID_MODEL_ID", view.Attribute(*d, "device").value_or(""));
+      for (std::optional<std::string> d = udev::ParentOf(view, event.devpath); d.has_value();
+           d = udev::ParentOf(view, *d)) {
+        if (udev::SubsystemOf(view, *d) != "pci") continue;
+        udev::SetProperty(props, "ID_BUS", "pci");
+        udev::SetProperty(props, "ID_VENDOR_ID", view.Attribute(*d, "vendor").value_or(""));
+        udev::SetProperty(props, "ID_MODEL_ID", view.Attribute(*d, "device").value_or(""));
         break;
       }
     }
@@ -190,14 +190,14 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
   // net. (71-seat.rules' path_id for the devices it tags is ApplySeatRules'.)
   if (event.subsystem == "pci" || event.subsystem == "usb" || event.subsystem == "platform" ||
       event.subsystem == "net") {
-    Merge(props, PathId(view, event.devpath));
+    Merge(props, udev::PathId(view, event.devpath));
   }
   return props;
 }
 
 struct UdevCompatHandler::Shared {
   Options options;
-  DatabaseDir db;
+  udev::DatabaseDir db;
   devroot::DevRoot dev_root;
   std::optional<std::string> nomodeset;  // from the kernel command line, read once
 };
@@ -205,22 +205,22 @@ struct UdevCompatHandler::Shared {
 namespace {
 
 // The database entry of the device at `devpath` as its last event left it, or nullopt.
-std::optional<DatabaseEntry> EntryOf(const SysfsView& view, const DatabaseDir& db,
+std::optional<udev::DatabaseEntry> EntryOf(const udev::SysfsView& view, const udev::DatabaseDir& db,
                                      absl::string_view devpath) {
   Event e;
-  e.subsystem = SubsystemOf(view, devpath);
+  e.subsystem = udev::SubsystemOf(view, devpath);
   e.devpath = std::string(devpath);
-  e.major = UeventValue(view, devpath, "MAJOR").value_or("");
-  e.minor = UeventValue(view, devpath, "MINOR").value_or("");
-  if (std::optional<std::string> ifindex = UeventValue(view, devpath, "IFINDEX");
+  e.major = udev::UeventValue(view, devpath, "MAJOR").value_or("");
+  e.minor = udev::UeventValue(view, devpath, "MINOR").value_or("");
+  if (std::optional<std::string> ifindex = udev::UeventValue(view, devpath, "IFINDEX");
       ifindex.has_value()) {
     e.env.emplace_back("IFINDEX", *ifindex);
   }
-  absl::StatusOr<std::string> id = DeviceId(e);
+  absl::StatusOr<std::string> id = udev::DeviceId(e);
   if (!id.ok()) return std::nullopt;
   absl::StatusOr<std::string> text = db.Read(*id);
   if (!text.ok()) return std::nullopt;
-  return ParseDatabaseEntry(*text);
+  return udev::ParseDatabaseEntry(*text);
 }
 
 // ":a:b:", as sd-device joins a tag set for TAGS= and CURRENT_TAGS=.
@@ -232,16 +232,16 @@ using Outcome = UdevCompatHandler::Outcome;
 
 // The entry an add or change leaves: the properties udev's rules and builtins would give the
 // device, its tags and its persistent links (as wanted: UpdateLinks keeps those made).
-DatabaseEntry NewEntry(const SysfsView& view, const DatabaseDir& db,
+udev::DatabaseEntry NewEntry(const udev::SysfsView& view, const udev::DatabaseDir& db,
                        const devroot::DevRoot& dev_root,
                        const std::optional<std::string>& nomodeset, const Event& event,
-                       const DatabaseEntry& old, bool had_old, Outcome& out) {
-  DatabaseEntry entry;
+                       const udev::DatabaseEntry& old, bool had_old, Outcome& out) {
+  udev::DatabaseEntry entry;
   // The parent's entry: a partition imports its disk's ID_*, and every device its ID_SEAT.
-  const std::optional<std::string> parent = ParentOf(view, event.devpath);
-  const std::optional<DatabaseEntry> parent_entry =
+  const std::optional<std::string> parent = udev::ParentOf(view, event.devpath);
+  const std::optional<udev::DatabaseEntry> parent_entry =
       parent.has_value() ? EntryOf(view, db, *parent) : std::nullopt;
-  Properties parent_disk;
+  udev::Properties parent_disk;
   if (event.subsystem == "block" && event.Get("DEVTYPE") == "partition" &&
       parent_entry.has_value()) {
     parent_disk = parent_entry->properties;
@@ -250,7 +250,7 @@ DatabaseEntry NewEntry(const SysfsView& view, const DatabaseDir& db,
   entry.properties = ComputeProperties(view, event, dev_root.path(), parent_disk, &probe_error);
   SeatContext seat{.nomodeset = nomodeset};
   if (parent_entry.has_value()) {
-    seat.parent_id_seat = std::string(PropertyValue(parent_entry->properties, "ID_SEAT"));
+    seat.parent_id_seat = std::string(udev::PropertyValue(parent_entry->properties, "ID_SEAT"));
   }
   entry.current_tags = ApplySeatRules(view, event, seat, entry.properties);
   // Tags stay with the device until it is removed (sd-device copies the old entry's tags);
@@ -279,7 +279,7 @@ DatabaseEntry NewEntry(const SysfsView& view, const DatabaseDir& db,
 // Links: the ones this device no longer has (all of them on remove), then the new ones.
 // `entry.links` ends as the links that exist, which the database lists.
 void UpdateLinks(const devroot::DevRoot& dev_root, const Event& event, bool remove,
-                 const DatabaseEntry& old, DatabaseEntry& entry, Outcome& out) {
+                 const udev::DatabaseEntry& old, udev::DatabaseEntry& entry, Outcome& out) {
   const bool node_ok = devroot::IsSafeRelativePath(event.devname);
   for (const std::string& link : old.links) {
     if (!remove && std::find(entry.links.begin(), entry.links.end(), link) != entry.links.end()) continue;
@@ -315,8 +315,8 @@ void UpdateLinks(const devroot::DevRoot& dev_root, const Event& event, bool remo
 }
 
 // The database, before the announcement: a monitor client may look the device up at once.
-void StoreEntry(const DatabaseDir& db, const std::string& id, const Event& event, bool remove,
-                bool had_old, const DatabaseEntry& entry, Outcome& out) {
+void StoreEntry(const udev::DatabaseDir& db, const std::string& id, const Event& event, bool remove,
+                bool had_old, const udev::DatabaseEntry& entry, Outcome& out) {
   const bool has_devnum = !event.major.empty() && event.major != "0";
   const bool has_ifindex = event.Get("IFINDEX").has_value();
   // The tag index first (libudev's enumerate-by-tag lists it, then reads the entry): every tag
@@ -336,7 +336,7 @@ void StoreEntry(const DatabaseDir& db, const std::string& id, const Event& event
     } else if (had_old) {
       ++out.db_removed;
     }
-  } else if (absl::Status s = db.Write(id, FormatDatabaseEntry(entry)); !s.ok()) {
+  } else if (absl::Status s = db.Write(id, udev::FormatDatabaseEntry(entry)); !s.ok()) {
     ++out.failures;
     out.errors.push_back(std::string(s.message()));
   } else {
@@ -345,8 +345,8 @@ void StoreEntry(const DatabaseDir& db, const std::string& id, const Event& event
 }
 
 // The announcement: the kernel's variables in their order, then what udev adds.
-MonitorMessage Announcement(const Event& event, const DatabaseEntry& entry) {
-  MonitorMessage message;
+udev::MonitorMessage Announcement(const Event& event, const udev::DatabaseEntry& entry) {
+  udev::MonitorMessage message;
   message.subsystem = event.subsystem;
   message.devtype = std::string(event.Get("DEVTYPE").value_or(""));
   message.tags = entry.tags;
@@ -379,31 +379,31 @@ MonitorMessage Announcement(const Event& event, const DatabaseEntry& entry) {
 }
 
 // Everything but the send, on a pool thread.
-Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
+Outcome Process(const UdevCompatHandler::Options& options, const udev::DatabaseDir& db,
                 const devroot::DevRoot& dev_root, const std::optional<std::string>& nomodeset,
                 const Event& event) {
   Outcome out;
-  absl::StatusOr<std::string> id = DeviceId(event);
+  absl::StatusOr<std::string> id = udev::DeviceId(event);
   if (!id.ok()) {
     ++out.failures;
     out.errors.push_back(absl::StrCat("no database entry: ", id.status().message()));
     out.skipped = "no device id";
     return out;
   }
-  const DirSysfsView view(options.sysfs_root);
-  DatabaseEntry old;
+  const udev::DirSysfsView view(options.sysfs_root);
+  udev::DatabaseEntry old;
   bool had_old = false;
   if (absl::StatusOr<std::string> text = db.Read(*id); text.ok()) {
-    old = ParseDatabaseEntry(*text);
+    old = udev::ParseDatabaseEntry(*text);
     had_old = true;
   }
   const bool remove = event.action == "remove";
-  DatabaseEntry entry =
+  udev::DatabaseEntry entry =
       remove ? old : NewEntry(view, db, dev_root, nomodeset, event, old, had_old, out);
   UpdateLinks(dev_root, event, remove, old, entry, out);
   StoreEntry(db, *id, event, remove, had_old, entry, out);
   if (!options.monitor) return out;
-  absl::StatusOr<std::string> datagram = EncodeMonitorMessage(Announcement(event, entry));
+  absl::StatusOr<std::string> datagram = udev::EncodeMonitorMessage(Announcement(event, entry));
   if (!datagram.ok()) {
     out.skipped = std::string(datagram.status().message());
   } else {
@@ -415,7 +415,7 @@ Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Options options) {
-  HOTRING_ASSIGN_OR_RETURN(DatabaseDir db, DatabaseDir::Open(options.run_dir));
+  HOTRING_ASSIGN_OR_RETURN(udev::DatabaseDir db, udev::DatabaseDir::Open(options.run_dir));
   HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));
   UniqueFd sender;
   if (options.monitor) {
@@ -470,7 +470,7 @@ Task<HandlerResult> UdevCompatHandler::Handle(io::Reactor& reactor, const Event&
   }
   if (!outcome->datagram.empty() && sender_.valid()) {
     // Multicast never blocks: a listener with a full buffer loses this message (and sees ENOBUFS).
-    if (absl::Status sent = io::SendToGroup(sender_.get(), kUdevMonitorGroup, outcome->datagram);
+    if (absl::Status sent = io::SendToGroup(sender_.get(), udev::kUdevMonitorGroup, outcome->datagram);
         sent.ok()) {
       ++counters_.monitor_sent;
     } else {

@@ -19,8 +19,8 @@
 #include "core/unique_fd.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/sysfs_view.h"
 #include "io/blocking_pool.h"
 #include "io/reactor.h"
 
@@ -29,9 +29,9 @@ namespace hotring::hotplug::udevcompat {
 // The properties hotring computes for an event (what udev's rules would import), reading sysfs
 // through `view` and block devices beneath `dev_root` (bounded reads). Probe failures of a
 // malformed superblock or table are returned in `probe_error` (the event still gets the rest).
-[[nodiscard]] Properties ComputeProperties(const SysfsView& view, const Event& event,
+[[nodiscard]] udev::Properties ComputeProperties(const udev::SysfsView& view, const Event& event,
                                            const std::string& dev_root,
-                                           const Properties& parent_disk,
+                                           const udev::Properties& parent_disk,
                                            std::string* probe_error);
 
 class UdevCompatHandler final : public Handler {

@@ -18,8 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/udevcompat/database.h"
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/database.h"
+#include "hotplug/udev/monitor.h"
 #include "io/reactor.h"
 #include "testing/fake_sysfs.h"
 #include "testing/uevent_injector.h"
@@ -87,7 +87,7 @@ class UdevCompatHandlerTest : public ::testing::Test {
     ASSERT_GE(listener_, 0);
     sockaddr_nl addr{};
     addr.nl_family = AF_NETLINK;
-    addr.nl_groups = 1u << (kUdevMonitorGroup - 1);
+    addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
     ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   }
   void TearDown() override {
@@ -115,7 +115,7 @@ class UdevCompatHandlerTest : public ::testing::Test {
     while (true) {
       const ssize_t n = ::recv(listener_, buf, sizeof(buf), MSG_DONTWAIT);
       if (n <= 0) break;
-      auto props = DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
+      auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
       EXPECT_TRUE(props.ok()) << props.status();
       raw_.emplace_back(buf, static_cast<size_t>(n));
       if (props.ok()) out.emplace_back(props->begin(), props->end());
@@ -198,25 +198,25 @@ TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
   Handle(PartEvent("add", 11));
   const std::string dev = base_ + "/dev";
 
-  const DatabaseEntry disk = ParseDatabaseEntry(Db("b254:0"));
+  const udev::DatabaseEntry disk = udev::ParseDatabaseEntry(Db("b254:0"));
   EXPECT_THAT(disk.links, ElementsAre("disk/by-id/virtio-SER1", "disk/by-path/pci-0000:00:02.0",
                                       "disk/by-path/virtio-pci-0000:00:02.0"));
   EXPECT_GT(disk.usec_initialized, 0u);
-  EXPECT_EQ(PropertyValue(disk.properties, "ID_SERIAL"), "SER1");
-  EXPECT_EQ(PropertyValue(disk.properties, "ID_PATH"), "pci-0000:00:02.0");
-  EXPECT_EQ(PropertyValue(disk.properties, "ID_PART_TABLE_TYPE"), "gpt");
-  EXPECT_EQ(PropertyValue(disk.properties, "ID_PART_TABLE_UUID"), "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(udev::PropertyValue(disk.properties, "ID_SERIAL"), "SER1");
+  EXPECT_EQ(udev::PropertyValue(disk.properties, "ID_PATH"), "pci-0000:00:02.0");
+  EXPECT_EQ(udev::PropertyValue(disk.properties, "ID_PART_TABLE_TYPE"), "gpt");
+  EXPECT_EQ(udev::PropertyValue(disk.properties, "ID_PART_TABLE_UUID"), "11111111-2222-3333-4444-555555555555");
 
-  const DatabaseEntry part = ParseDatabaseEntry(Db("b254:1"));
-  EXPECT_EQ(PropertyValue(part.properties, "ID_FS_TYPE"), "ext4");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_FS_LABEL"), "root_fs");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_FS_UUID"), "0b9c1d3e-5f7a-4c2b-9e8d-123456789abc");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_PART_ENTRY_NAME"), "rootpart");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_PART_ENTRY_DISK"), "254:0");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_PART_ENTRY_OFFSET"), "2048");
+  const udev::DatabaseEntry part = udev::ParseDatabaseEntry(Db("b254:1"));
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_FS_TYPE"), "ext4");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_FS_LABEL"), "root_fs");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_FS_UUID"), "0b9c1d3e-5f7a-4c2b-9e8d-123456789abc");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_PART_ENTRY_NAME"), "rootpart");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_PART_ENTRY_DISK"), "254:0");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_PART_ENTRY_OFFSET"), "2048");
   // Imported from the disk (IMPORT{parent}="ID_*").
-  EXPECT_EQ(PropertyValue(part.properties, "ID_SERIAL"), "SER1");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_PART_TABLE_TYPE"), "gpt");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_SERIAL"), "SER1");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_PART_TABLE_TYPE"), "gpt");
   EXPECT_THAT(part.links,
               ElementsAre("disk/by-id/virtio-SER1-part1", "disk/by-path/pci-0000:00:02.0-part1",
                           "disk/by-path/virtio-pci-0000:00:02.0-part1",
@@ -238,7 +238,7 @@ TEST_F(UdevCompatHandlerTest, VirtioDiskAndPartition) {
 
   // A change keeps the first initialization time.
   Handle(PartEvent("change", 12));
-  EXPECT_EQ(ParseDatabaseEntry(Db("b254:1")).usec_initialized, part.usec_initialized);
+  EXPECT_EQ(udev::ParseDatabaseEntry(Db("b254:1")).usec_initialized, part.usec_initialized);
 
   // Remove: links and database entry go; the announcement still carries the properties.
   Handle(PartEvent("remove", 13));
@@ -291,7 +291,7 @@ TEST_F(UdevCompatHandlerTest, SymlinkedDirectoryInTheDevRootIsRefused) {
   EXPECT_THAT(Shell("ls -A " + base_ + "/outside"), IsEmpty());
   EXPECT_EQ(Counter("udevcompat_links_refused"), 7u);
   // The database lists only links that exist.
-  EXPECT_THAT(ParseDatabaseEntry(Db("b254:1")).links, IsEmpty());
+  EXPECT_THAT(udev::ParseDatabaseEntry(Db("b254:1")).links, IsEmpty());
 }
 
 TEST_F(UdevCompatHandlerTest, MalformedSuperblockIsCountedAndTheEventStillHandled) {
@@ -302,9 +302,9 @@ TEST_F(UdevCompatHandlerTest, MalformedSuperblockIsCountedAndTheEventStillHandle
   MakeHandler();
   Handle(PartEvent("add", 1));
   EXPECT_EQ(Counter("udevcompat_probe_errors"), 1u);
-  const DatabaseEntry part = ParseDatabaseEntry(Db("b254:1"));
-  EXPECT_EQ(PropertyValue(part.properties, "ID_FS_TYPE"), "");
-  EXPECT_EQ(PropertyValue(part.properties, "ID_PART_ENTRY_NAME"), "rootpart");
+  const udev::DatabaseEntry part = udev::ParseDatabaseEntry(Db("b254:1"));
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_FS_TYPE"), "");
+  EXPECT_EQ(udev::PropertyValue(part.properties, "ID_PART_ENTRY_NAME"), "rootpart");
   EXPECT_EQ(Announcements().size(), 1u);
 }
 
@@ -337,17 +337,17 @@ TEST_F(UdevCompatHandlerTest, UsbKeyboardEventNodeAndInputDevice) {
   Handle(MakeEvent("add", "input", input, 20, {{"PRODUCT", "3/627/1/110"}, {"NAME", "\"QEMU USB Keyboard\""}}));
   Handle(MakeEvent("add", "input", input + "/event2", 21,
                    {{"MAJOR", "13"}, {"MINOR", "66"}, {"DEVNAME", "input/event2"}}));
-  const DatabaseEntry parent = ParseDatabaseEntry(Db("+input:input2"));
-  EXPECT_EQ(PropertyValue(parent.properties, "ID_INPUT_KEYBOARD"), "1");
+  const udev::DatabaseEntry parent = udev::ParseDatabaseEntry(Db("+input:input2"));
+  EXPECT_EQ(udev::PropertyValue(parent.properties, "ID_INPUT_KEYBOARD"), "1");
   EXPECT_THAT(parent.links, IsEmpty());
-  const DatabaseEntry event = ParseDatabaseEntry(Db("c13:66"));
-  EXPECT_EQ(PropertyValue(event.properties, "ID_INPUT"), "1");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_INPUT_KEY"), "1");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_INPUT_KEYBOARD"), "1");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_BUS"), "usb");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_VENDOR_ID"), "0627");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_SERIAL"), "QEMU_QEMU_USB_Keyboard_68284-0000:00:04.0-1");
-  EXPECT_EQ(PropertyValue(event.properties, "ID_PATH"), "pci-0000:00:04.0-usb-0:1:1.0");
+  const udev::DatabaseEntry event = udev::ParseDatabaseEntry(Db("c13:66"));
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_INPUT"), "1");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_INPUT_KEY"), "1");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_INPUT_KEYBOARD"), "1");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_BUS"), "usb");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_VENDOR_ID"), "0627");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_SERIAL"), "QEMU_QEMU_USB_Keyboard_68284-0000:00:04.0-1");
+  EXPECT_EQ(udev::PropertyValue(event.properties, "ID_PATH"), "pci-0000:00:04.0-usb-0:1:1.0");
   EXPECT_THAT(event.links,
               ElementsAre("input/by-id/usb-QEMU_QEMU_USB_Keyboard_68284-0000:00:04.0-1-event-kbd",
                           "input/by-path/pci-0000:00:04.0-usb-0:1:1.0-event-kbd"));
@@ -372,7 +372,7 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   Handle(MakeEvent("add", "pci", gpu, 30, {{"DRIVER", "bochs-drm"}}));
   Handle(MakeEvent("add", "drm", gpu + "/drm/card0", 31,
                    {{"MAJOR", "226"}, {"MINOR", "0"}, {"DEVNAME", "dri/card0"}}));
-  EXPECT_THAT(ParseDatabaseEntry(Db("+pci:0000:00:02.0")).tags, IsEmpty());
+  EXPECT_THAT(udev::ParseDatabaseEntry(Db("+pci:0000:00:02.0")).tags, IsEmpty());
   const std::string card = Db("c226:0");
   EXPECT_THAT(card, HasSubstr("E:ID_FOR_SEAT=drm-pci-0000_00_02_0\n"));
   EXPECT_THAT(
@@ -392,7 +392,7 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   ASSERT_EQ(raw_.size(), 2u);
   EXPECT_EQ(HeaderBloom(raw_[0]), 0u);
   EXPECT_EQ(HeaderBloom(raw_[1]),
-            TagBloomBits("seat") | TagBloomBits("uaccess") | TagBloomBits("master-of-seat"));
+            udev::TagBloomBits("seat") | udev::TagBloomBits("uaccess") | udev::TagBloomBits("master-of-seat"));
 
   // qemu's seat bridge: its ID_SEAT goes into the database, and the device below imports it.
   const std::string bridge = "/devices/pci0000:00/0000:00:0a.0";
@@ -403,8 +403,8 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   Handle(MakeEvent("add", "pci", bridge, 32, {}));
   Handle(MakeEvent("add", "pci", bridge + "/0000:01:00.0", 33, {}));
   EXPECT_THAT(Db("+pci:0000:00:0a.0"), HasSubstr("E:ID_SEAT=seat-pci-pci-0000_00_0a_0\n"));
-  const DatabaseEntry below = ParseDatabaseEntry(Db("+pci:0000:01:00.0"));
-  EXPECT_EQ(PropertyValue(below.properties, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
+  const udev::DatabaseEntry below = udev::ParseDatabaseEntry(Db("+pci:0000:01:00.0"));
+  EXPECT_EQ(udev::PropertyValue(below.properties, "ID_SEAT"), "seat-pci-pci-0000_00_0a_0");
   EXPECT_THAT(below.tags, ElementsAre("seat-pci-pci-0000_00_0a_0"));
   EXPECT_TRUE(Exists(base_ + "/run/tags/seat-pci-pci-0000_00_0a_0/+pci:0000:01:00.0"));
   EXPECT_TRUE(Exists(base_ + "/run/tags/seat-pci-pci-0000_00_0a_0/+pci:0000:00:0a.0"));
@@ -414,7 +414,7 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   // the current ones (Q:, CURRENT_TAGS=), as sd-device keeps them.
   ASSERT_TRUE(sys_->WriteFile(bridge + "/device", "0x000b\n").ok());
   Handle(MakeEvent("change", "pci", bridge, 34, {}));
-  const DatabaseEntry changed = ParseDatabaseEntry(Db("+pci:0000:00:0a.0"));
+  const udev::DatabaseEntry changed = udev::ParseDatabaseEntry(Db("+pci:0000:00:0a.0"));
   EXPECT_THAT(changed.tags, ElementsAre("seat", "seat-pci-pci-0000_00_0a_0"));
   EXPECT_THAT(changed.current_tags, IsEmpty());
   messages = Announcements();

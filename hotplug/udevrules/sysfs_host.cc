@@ -80,7 +80,7 @@ bool SysfsHost::Driver(absl::string_view devpath, std::string* out) {
 }
 
 bool SysfsHost::Parent(absl::string_view devpath, std::string* out) {
-  std::optional<std::string> p = udevcompat::ParentOf(view_, devpath);
+  std::optional<std::string> p = udev::ParentOf(view_, devpath);
   if (!p.has_value()) return false;
   *out = std::move(*p);
   return true;
@@ -133,7 +133,7 @@ bool SysfsHost::ListDirectory(absl::string_view path, std::vector<std::string>* 
     *names = view_.List(rel.empty() ? "/" : rel);
     return true;
   }
-  udevcompat::DirSysfsView files(roots_.files.empty() ? "/" : roots_.files);
+  udev::DirSysfsView files(roots_.files.empty() ? "/" : roots_.files);
   *names = files.List(path);
   return !names->empty();
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/sysfs_view.h"
 #include "hotplug/udevrules/rule_host.h"
 
 namespace hotring::hotplug::udevrules {
@@ -45,12 +45,12 @@ class SysfsHost : public RuleHost {
   virtual void DatabaseProperties(absl::string_view devpath, OwnedProperties* out) {}
   // Where an absolute path of the rules is on this machine.
   [[nodiscard]] std::string Resolve(absl::string_view path) const;
-  [[nodiscard]] const udevcompat::DirSysfsView& view() const { return view_; }
+  [[nodiscard]] const udev::DirSysfsView& view() const { return view_; }
   [[nodiscard]] const Roots& roots() const { return roots_; }
 
  private:
   Roots roots_;
-  udevcompat::DirSysfsView view_;
+  udev::DirSysfsView view_;
 };
 
 }  // namespace hotring::hotplug::udevrules

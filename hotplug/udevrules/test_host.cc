@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/status.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 
 namespace hotring::hotplug::udevrules {
 
@@ -132,10 +132,10 @@ absl::Status TestHost::RunBuiltin(absl::string_view name, absl::string_view comm
                                   absl::string_view devpath, absl::Span<const PropertyView> properties,
                                   OwnedProperties* out) {
   if (options_.own_builtins && (name == "input_id" || name == "path_id" || name == "usb_id")) {
-    const udevcompat::DirSysfsView& v = view();
-    udevcompat::Properties props = name == "input_id" ? udevcompat::InputId(v, devpath)
-                                   : name == "path_id" ? udevcompat::PathId(v, devpath)
-                                                       : udevcompat::UsbId(v, devpath);
+    const udev::DirSysfsView& v = view();
+    udev::Properties props = name == "input_id" ? udev::InputId(v, devpath)
+                                   : name == "path_id" ? udev::PathId(v, devpath)
+                                                       : udev::UsbId(v, devpath);
     // input_id always succeeds; path_id and usb_id fail when they find nothing, as in udevd.
     if (props.empty() && name != "input_id") return absl::NotFoundError(absl::StrCat(name, ": nothing found"));
     for (auto& kv : props) out->push_back(std::move(kv));

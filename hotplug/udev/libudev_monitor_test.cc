@@ -16,12 +16,12 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/udevcompat/database.h"
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/database.h"
+#include "hotplug/udev/monitor.h"
 #include "io/netlink.h"
 #include "testing/uevent_injector.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 using ::testing::Contains;
@@ -58,7 +58,7 @@ std::string ReadLine(FILE* f) {
 TEST(LibudevMonitorTest, UdevMonitorReceivesOurAnnouncementThroughItsFilter) {
   EnterNamespaces();
   if (HasFatalFailure()) return;
-  FILE* client = popen("hotplug/udevcompat/libudev_monitor_client input 1", "r");
+  FILE* client = popen("hotplug/udev/libudev_monitor_client input 1", "r");
   ASSERT_NE(client, nullptr);
   ASSERT_EQ(ReadLine(client), "ready");
   absl::StatusOr<UniqueFd> sender = io::OpenUeventSender();
@@ -105,7 +105,7 @@ std::pair<std::vector<std::string>, int> Finish(FILE* client) {
 TEST(LibudevMonitorTest, TagFilterReceivesOnlyAnnouncementsWithTheTag) {
   EnterNamespaces();
   if (HasFatalFailure()) return;
-  FILE* client = popen("hotplug/udevcompat/libudev_monitor_client tag:seat 1", "r");
+  FILE* client = popen("hotplug/udev/libudev_monitor_client tag:seat 1", "r");
   ASSERT_NE(client, nullptr);
   ASSERT_EQ(ReadLine(client), "ready");
   absl::StatusOr<UniqueFd> sender = io::OpenUeventSender();
@@ -153,7 +153,7 @@ TEST(LibudevMonitorTest, EnumerateByTagFindsOurTagIndexAndEntry) {
   entry.current_tags = {"seat"};
   ASSERT_TRUE(db->Write("c1:3", FormatDatabaseEntry(entry)).ok());
   for (const std::string& tag : entry.tags) ASSERT_TRUE(db->AddTag(tag, "c1:3").ok());
-  FILE* client = popen("hotplug/udevcompat/libudev_monitor_client enumerate-tag hotring-test", "r");
+  FILE* client = popen("hotplug/udev/libudev_monitor_client enumerate-tag hotring-test", "r");
   ASSERT_NE(client, nullptr);
   const auto [lines, rc] = Finish(client);
   EXPECT_EQ(rc, 0) << absl::StrJoin(lines, "\n");
@@ -168,7 +168,7 @@ TEST(LibudevMonitorTest, EnumerateByTagFindsOurTagIndexAndEntry) {
   EXPECT_THAT(lines, Contains("initialized=1"));
   // Without the index file the device is not listed, whatever its entry says.
   ASSERT_TRUE(db->RemoveTag("hotring-test", "c1:3").ok());
-  client = popen("hotplug/udevcompat/libudev_monitor_client enumerate-tag hotring-test", "r");
+  client = popen("hotplug/udev/libudev_monitor_client enumerate-tag hotring-test", "r");
   ASSERT_NE(client, nullptr);
   const auto [after, rc2] = Finish(client);
   EXPECT_EQ(rc2, 0);
@@ -176,4 +176,4 @@ TEST(LibudevMonitorTest, EnumerateByTagFindsOurTagIndexAndEntry) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

@@ -1,7 +1,7 @@
 // The filesystem and partition table probers on images made in the test by the real tools
 // (mkfs.ext4, mkfs.vfat, mkswap, mksquashfs, sgdisk, sfdisk), checked against Debian's libblkid
 // (`blkid -p -o udev`, `partx -P`) on the same images, and on broken images.
-#include "hotplug/udevcompat/blkid.h"
+#include "hotplug/udev/blkid.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,7 +22,7 @@
 #include "hotplug/probe/fs_probe.h"
 #include "hotplug/probe/partition_table.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 using ::testing::ElementsAre;
@@ -359,4 +359,4 @@ TEST(BlkidTest, RandomBytesAfterSignaturesNeverCrash) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

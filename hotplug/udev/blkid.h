@@ -1,14 +1,14 @@
 // The ID_FS_* and ID_PART_* properties udev's blkid builtin sets, from what hotring's own
 // probers read (hotplug/fs_probe, partition_table). Pure.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_BLKID_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_BLKID_H_
+#ifndef HOTRING_HOTPLUG_UDEV_BLKID_H_
+#define HOTRING_HOTPLUG_UDEV_BLKID_H_
 
 #include "absl/strings/string_view.h"
 #include "hotplug/probe/fs_probe.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 #include "hotplug/probe/partition_table.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // ID_FS_LABEL(+_ENC), ID_FS_UUID(+_ENC), ID_FS_VERSION, ID_FS_BLOCK_SIZE, ID_FS_TYPE,
 // ID_FS_USAGE. Labels and UUIDs are made safe (ID_FS_LABEL) and encoded (_ENC) as blkid does.
@@ -23,6 +23,6 @@ namespace hotring::hotplug::udevcompat {
                                                   const probe::PartitionEntry& entry,
                                                   absl::string_view disk_devnum);
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_BLKID_H_
+#endif  // HOTRING_HOTPLUG_UDEV_BLKID_H_

@@ -10,12 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/sysfs_view.h"
-#include "hotplug/udevcompat/sysfs_fixture.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/sysfs_view.h"
+#include "hotplug/udev/sysfs_fixture.h"
 #include "testing/fake_sysfs.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 using ::testing::ElementsAre;
@@ -291,4 +291,4 @@ TEST_F(BuiltinsTest, MalformedCapabilitiesAreIgnoredWordByWord) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

@@ -5,10 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/escape.h"
+#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/escape.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 // udev's buffers: 64 bytes for vendor, model and revision (63 characters).
@@ -190,4 +190,4 @@ Properties UsbId(const SysfsView& view, absl::string_view devpath) {
   return out;
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/monitor.h"
 
 #include <arpa/inet.h>
 
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 using ::testing::ElementsAre;
@@ -100,4 +100,4 @@ TEST(MonitorMessage, DecodeRejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

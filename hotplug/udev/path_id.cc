@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 void Prepend(std::string& path, absl::string_view part) {
@@ -209,4 +209,4 @@ Properties PathId(const SysfsView& view, absl::string_view devpath) {
   return out;
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

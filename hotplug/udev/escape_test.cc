@@ -1,8 +1,8 @@
-#include "hotplug/udevcompat/escape.h"
+#include "hotplug/udev/escape.h"
 
 #include "gtest/gtest.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 TEST(EncodeDevnodeName, KeepsSafeCharactersAndEscapesTheRest) {
@@ -53,4 +53,4 @@ TEST(BlkidSafeString, WhitespaceAndControlCharacters) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

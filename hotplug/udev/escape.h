@@ -1,7 +1,7 @@
 // How udev turns values read from devices (labels, serials, vendor strings) into property values
 // and link names. The same rules as udev and libblkid, so links and properties match theirs.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_ESCAPE_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_ESCAPE_H_
+#ifndef HOTRING_HOTPLUG_UDEV_ESCAPE_H_
+#define HOTRING_HOTPLUG_UDEV_ESCAPE_H_
 
 #include <cstddef>
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "core/utf8.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // udev's encode_devnode_name / libblkid's blkid_encode_string (the *_ENC properties, by-label
 // and by-uuid names): ASCII letters, digits, "#+-.:=@_" and valid multi-byte UTF-8 stay; every
@@ -32,6 +32,6 @@ namespace hotring::hotplug::udevcompat {
 // The length of the valid UTF-8 sequence starting at `in` (core/utf8.h).
 using ::hotring::Utf8SequenceLength;
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_ESCAPE_H_
+#endif  // HOTRING_HOTPLUG_UDEV_ESCAPE_H_

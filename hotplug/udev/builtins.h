@@ -1,17 +1,17 @@
 // udev's property builtins computed in process from a SysfsView: input_id (ID_INPUT_*), path_id
 // (ID_PATH, ID_PATH_TAG) and usb_id (ID_VENDOR_ID, ID_MODEL_ID, ID_SERIAL, ...), with the rules of
 // systemd-udevd's builtins of the same names (systemd 252, Debian 12). Pure: no fds, no clock.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_BUILTINS_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_BUILTINS_H_
+#ifndef HOTRING_HOTPLUG_UDEV_BUILTINS_H_
+#define HOTRING_HOTPLUG_UDEV_BUILTINS_H_
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/sysfs_view.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // KEY=VALUE pairs in the order udev sets them. Owns its strings.
 using Properties = std::vector<std::pair<std::string, std::string>>;
@@ -34,6 +34,6 @@ using Properties = std::vector<std::pair<std::string, std::string>>;
 // Sets `key` in `props` (replacing an earlier value, keeping its place).
 void SetProperty(Properties& props, absl::string_view key, absl::string_view value);
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_BUILTINS_H_
+#endif  // HOTRING_HOTPLUG_UDEV_BUILTINS_H_

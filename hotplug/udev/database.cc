@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/database.h"
+#include "hotplug/udev/database.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/sysfs_view.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 bool ValidFileName(absl::string_view name) {
@@ -235,4 +235,4 @@ absl::Status DatabaseDir::RemoveTag(absl::string_view tag, absl::string_view id)
   return absl::OkStatus();
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

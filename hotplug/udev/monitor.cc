@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/monitor.h"
+#include "hotplug/udev/monitor.h"
 
 #include <arpa/inet.h>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 void PutBe32(std::string& out, size_t at, uint32_t v) {
@@ -152,4 +152,4 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> DecodeMonitorMe
   return out;
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

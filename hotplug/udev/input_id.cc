@@ -6,9 +6,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 // The kernel prints a bitmap as words of its `unsigned long`, most significant first; udev reads
@@ -193,4 +193,4 @@ void SetProperty(Properties& props, absl::string_view key, absl::string_view val
   props.emplace_back(std::string(key), std::string(value));
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

@@ -1,7 +1,7 @@
 // SysfsFixture: the tests of udev's builtins and seat rules over a fake sysfs tree. Owns the
 // FakeSysfs, made in SetUp; Add puts a device in it, and a device it cannot add fails the test.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_FIXTURE_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_FIXTURE_H_
+#ifndef HOTRING_HOTPLUG_UDEV_SYSFS_FIXTURE_H_
+#define HOTRING_HOTPLUG_UDEV_SYSFS_FIXTURE_H_
 
 #include <optional>
 #include <string>
@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "testing/fake_sysfs.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // A device's uevent variables or sysfs attributes, in order: what Add takes and what the tests
 // write their devices with.
@@ -47,6 +47,6 @@ class SysfsFixture : public ::testing::Test {
   const testing::FakeSysfs::Kind default_kind_;
 };
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_FIXTURE_H_
+#endif  // HOTRING_HOTPLUG_UDEV_SYSFS_FIXTURE_H_

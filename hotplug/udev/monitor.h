@@ -3,8 +3,8 @@
 // hotplug, wlroots, SDL, NetworkManager) receive. A fixed 40-byte header ("libudev\0", magic
 // 0xfeedcafe and the filter hashes in network byte order, so libudev's in-kernel socket filters
 // can match on them), then the properties as KEY=VALUE\0 strings. Encoding and parsing are pure.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_MONITOR_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_MONITOR_H_
+#ifndef HOTRING_HOTPLUG_UDEV_MONITOR_H_
+#define HOTRING_HOTPLUG_UDEV_MONITOR_H_
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 inline constexpr uint32_t kUdevMonitorMagic = 0xfeedcafe;
 inline constexpr uint32_t kUdevMonitorGroup = 2;
@@ -46,6 +46,6 @@ struct MonitorMessage {
 [[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>> DecodeMonitorMessage(
     absl::string_view datagram);
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_MONITOR_H_
+#endif  // HOTRING_HOTPLUG_UDEV_MONITOR_H_

@@ -1,8 +1,8 @@
 // SysfsView: the read-only questions udev's builtins ask of sysfs (an attribute's content, a
 // device's subsystem, whether a directory is a device), behind an interface so that the property
 // logic (input_id, path_id, usb_id) is pure and tests run it on recorded trees.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_
+#ifndef HOTRING_HOTPLUG_UDEV_SYSFS_VIEW_H_
+#define HOTRING_HOTPLUG_UDEV_SYSFS_VIEW_H_
 
 #include <optional>
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // Devpaths are as in uevents: "/devices/pci0000:00/...", relative to the sysfs root.
 class SysfsView {
@@ -68,6 +68,6 @@ class DirSysfsView final : public SysfsView {
 // The trailing decimal digits of the sysname ("" when none).
 [[nodiscard]] std::string SysnumOf(absl::string_view devpath);
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_SYSFS_VIEW_H_
+#endif  // HOTRING_HOTPLUG_UDEV_SYSFS_VIEW_H_

@@ -3,8 +3,8 @@
 // /run/udev/tags/<tag>/<id>. Formatting and parsing are
 // pure; DatabaseDir writes a file atomically (a temporary file renamed over the old one), so a
 // reader sees the old or the new entry, never half of one.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
+#ifndef HOTRING_HOTPLUG_UDEV_DATABASE_H_
+#define HOTRING_HOTPLUG_UDEV_DATABASE_H_
 
 #include <cstdint>
 #include <optional>
@@ -16,9 +16,9 @@
 #include "absl/strings/string_view.h"
 #include "core/unique_fd.h"
 #include "hotplug/event.h"
-#include "hotplug/udevcompat/builtins.h"
+#include "hotplug/udev/builtins.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 // What one database file says about a device. Owns its strings.
 struct DatabaseEntry {
@@ -74,6 +74,6 @@ class DatabaseDir {
   std::string path_;
 };
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_DATABASE_H_
+#endif  // HOTRING_HOTPLUG_UDEV_DATABASE_H_

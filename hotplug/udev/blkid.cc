@@ -1,10 +1,10 @@
-#include "hotplug/udevcompat/blkid.h"
+#include "hotplug/udev/blkid.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "hotplug/udevcompat/escape.h"
+#include "hotplug/udev/escape.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 
 Properties FsProperties(const probe::FsIdentity& fs) {
   Properties out;
@@ -46,4 +46,4 @@ Properties PartitionEntryProperties(const probe::PartitionTable& table, const pr
   return out;
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/database.h"
+#include "hotplug/udev/database.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 using ::testing::ElementsAre;
@@ -172,4 +172,4 @@ TEST(DatabaseDir, DoesNotFollowASymlinkedDataDirectory) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

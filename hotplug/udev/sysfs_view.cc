@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/sysfs_view.h"
+#include "hotplug/udev/sysfs_view.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "core/unique_fd.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 constexpr size_t kMaxAttribute = 65536;
@@ -147,4 +147,4 @@ std::string SysnumOf(absl::string_view devpath) {
   return name.substr(i);
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev

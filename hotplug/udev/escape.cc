@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/escape.h"
+#include "hotplug/udev/escape.h"
 
 #include <cstdint>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/utf8.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::udev {
 namespace {
 
 bool Whitelisted(char c, absl::string_view allow) {
@@ -96,4 +96,4 @@ std::string BlkidSafeString(absl::string_view in) {
   return out;
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::udev
