@@ -34,64 +34,6 @@
 #include "hotplug/udevcompat/udevcompat_handler.h"
 
 namespace hotring::hotplug {
-namespace {
-
-constexpr absl::string_view kDaemonUsage =
-    "usage: hotring daemon [options]\n"
-    "  --socket PATH|@NAME        control socket (default /run/hotring/control)\n"
-    "  --config FILE              mdev.conf rules, then FILE.d/*.conf (default /etc/mdev.conf;\n"
-    "                             missing: root:root 0660 for every node); enables rules\n"
-    "  --dev-root DIR             where rules make nodes and links (default /dev); enables rules\n"
-    "  --dev-root-placeholders    a regular file saying which node it stands for instead of\n"
-    "                             each device node: no mknod, no privilege (replay uses it)\n"
-    "  --firmware-root DIR        firmware for FIRMWARE events (default /lib/firmware)\n"
-    "  --users-root DIR           owner names from DIR/etc/passwd and DIR/etc/group (default /)\n"
-    "  --rules-shell PROGRAM      runs rule commands instead of /bin/sh (replay records them)\n"
-    "  --exec PROGRAM             run PROGRAM SUBSYSTEM with the event's environment\n"
-    "  --event-timeout S          SIGTERM a handler after S seconds (default 180)\n"
-    "  --kill-grace S             then SIGKILL after S more seconds (default 5)\n"
-    "  --children-max N           events handled at once (default 8 + 2 x CPUs)\n"
-    "  --max-pending N            events held+queued+running before netlink reading waits and\n"
-    "                             other events are dropped (default 4096)\n"
-    "  --reorder-timeout S        wait at most S seconds for a missing SEQNUM (default 5)\n"
-    "  --expect-seqnum N          first SEQNUM expected\n"
-    "  --seqnum-file PATH         default /sys/kernel/uevent_seqnum ('' to ignore)\n"
-    "  --no-netlink               do not listen to kernel uevents\n"
-    "  --netlink-rcvbuf BYTES     netlink receive buffer (default 128 MiB)\n"
-    "  --netlink-fd N             take over the inherited kernel uevent socket N (bound to\n"
-    "                             group 1) instead of opening one; what it queued is kept\n"
-    "  --netlink-trust-userspace  accept uevents from any sender (tests only)\n"
-    "  --sysfs-root DIR           tree the overrun resync walks (default /sys)\n"
-    "  --rebroadcast GROUP        re-send handled events to netlink group 2..32\n"
-    "  --udev-compat              serve libudev's consumers: udev's properties and seat tags,\n"
-    "                             /run/udev/data and tags/, libudev-format events on netlink\n"
-    "                             group 2, /dev/disk/by-* and /dev/input/by-* links beneath\n"
-    "                             --dev-root (docs/udev-compat.md)\n"
-    "  --udev-run DIR             where the udev database goes (default /run/udev)\n"
-    "  --record-timeline FILE     write one line per event transition to FILE (hotring report)\n"
-    "  --timeline-keep N          timeline lines kept in memory for `report` (default 4096)\n"
-    "  --probe-dev-root DIR       where DEVNAME nodes are for settle --for LABEL=, PARTUUID=..\n"
-    "                             (default /dev)\n"
-    "  --log-level LEVEL          error|warning|notice|info|debug (default notice)\n"
-    "  --log-kmsg                 log to /dev/kmsg (initramfs)\n"
-    "  --ready-fd N               write a newline to fd N and close it once serving\n"
-    "  --daemonize, --daemon, -d  run in the background: exit 0 once the daemon serves, or\n"
-    "                             non-zero with its error (stdin/stdout to /dev/null, stderr\n"
-    "                             kept for the log)\n"
-    "Serving means the control socket (and netlink, when on) is bound: a request sent from then\n"
-    "on is answered. With NOTIFY_SOCKET set, READY=1 is sent there too (sd_notify).\n";
-
-}  // namespace
-
-int ReportError(absl::string_view command, const absl::Status& status) {
-  absl::string_view message = status.message();
-  // FlagReader's messages already start with the command's name.
-  const std::string prefix = absl::StrCat(command, ": ");
-  if (absl::StartsWith(message, prefix)) message.remove_prefix(prefix.size());
-  std::fprintf(stderr, "hotring %s: %s\n", std::string(command).c_str(),
-               std::string(message).c_str());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 int DaemonCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
@@ -105,109 +47,112 @@ int DaemonCommand(const std::vector<std::string>& args) {
   rules::RulesHandler::Options rules_options;
   bool udev_compat = false;
   udevcompat::UdevCompatHandler::Options udev_options;
-  FlagReader flags("daemon", args);
-  auto parse = [&]() -> absl::Status {
-    while (flags.Next()) {
-      const std::string& f = flags.flag();
-      HOTRING_ASSIGN_OR_RETURN(const bool modules_flag,
-                               modules::ParseModulesFlag(flags, modules_options));
-      if (modules_flag) continue;
-      if (f == "--help") {
-        std::fputs(kDaemonUsage.data(), stdout);
-        std::fputs(modules::kModulesDaemonUsage.data(), stdout);
-        std::exit(0);
-      } else if (f == "--socket") {
-        HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
-      } else if (f == "--config") {
-        HOTRING_ASSIGN_OR_RETURN(rules_options.config.file, flags.String());
-        rules_enabled = true;
-      } else if (f == "--dev-root") {
-        HOTRING_ASSIGN_OR_RETURN(rules_options.dev_root, flags.String());
-        rules_enabled = true;
-      } else if (f == "--dev-root-placeholders") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        rules_options.nodes = rules::DevNodes::kPlaceholders;
-      } else if (f == "--firmware-root") {
-        HOTRING_ASSIGN_OR_RETURN(rules_options.firmware_root, flags.String());
-      } else if (f == "--users-root") {
-        HOTRING_ASSIGN_OR_RETURN(rules_options.users_root, flags.String());
-      } else if (f == "--rules-shell") {
-        HOTRING_ASSIGN_OR_RETURN(rules_options.shell, flags.String());
-      } else if (f == "--exec") {
-        HOTRING_ASSIGN_OR_RETURN(options.exec_program, flags.String());
-      } else if (f == "--event-timeout") {
-        HOTRING_ASSIGN_OR_RETURN(options.event_timeout, flags.Seconds());
-      } else if (f == "--kill-grace") {
-        HOTRING_ASSIGN_OR_RETURN(options.kill_grace, flags.Seconds());
-      } else if (f == "--children-max") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
-        options.children_max = static_cast<size_t>(n);
-      } else if (f == "--ring-entries") {
-        // Not in the usage: for fault tests that overflow the completion queue.
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
-        options.ring_entries = static_cast<unsigned>(n);
-      } else if (f == "--max-pending") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10'000'000));
-        options.max_pending = static_cast<size_t>(n);
-      } else if (f == "--reorder-timeout") {
-        HOTRING_ASSIGN_OR_RETURN(options.reorder_timeout, flags.Seconds());
-      } else if (f == "--expect-seqnum") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT64_MAX));
-        options.expect_seqnum = static_cast<uint64_t>(n);
-      } else if (f == "--seqnum-file") {
-        HOTRING_ASSIGN_OR_RETURN(options.seqnum_file, flags.String());
-      } else if (f == "--no-netlink") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        options.netlink = false;
-      } else if (f == "--netlink-rcvbuf") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(4096, INT32_MAX / 2));
-        options.netlink_rcvbuf = static_cast<int>(n);
-      } else if (f == "--netlink-fd") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT32_MAX));
-        // Ours from here, and not for whatever the daemon starts (as --ready-fd).
-        if (::fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) != 0) {
-          return flags.Error(absl::StrCat("--netlink-fd ", n, ": ", std::strerror(errno)));
-        }
-        options.netlink_fd = UniqueFd(static_cast<int>(n));
-      } else if (f == "--netlink-trust-userspace") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        options.netlink_trust_userspace = true;
-      } else if (f == "--sysfs-root") {
-        HOTRING_ASSIGN_OR_RETURN(options.sysfs_root, flags.String());
-      } else if (f == "--rebroadcast") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(2, 32));
-        options.rebroadcast_group = static_cast<uint32_t>(n);
-      } else if (f == "--udev-compat") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        udev_compat = true;
-      } else if (f == "--udev-run") {
-        HOTRING_ASSIGN_OR_RETURN(udev_options.run_dir, flags.String());
-      } else if (f == "--record-timeline") {
-        HOTRING_ASSIGN_OR_RETURN(options.record_timeline, flags.String());
-      } else if (f == "--timeline-keep") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, 10'000'000));
-        options.timeline_keep = static_cast<size_t>(n);
-      } else if (f == "--probe-dev-root") {
-        HOTRING_ASSIGN_OR_RETURN(options.probe_dev_root, flags.String());
-      } else if (f == "--log-level") {
-        HOTRING_ASSIGN_OR_RETURN(const std::string name, flags.String());
-        if (!ParseLogLevel(name, &level)) return flags.Error("unknown log level " + name);
-      } else if (f == "--log-kmsg") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        sink = LogSink::kKmsg;
-      } else if (f == "--ready-fd") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(0, INT32_MAX));
-        ready_fd = static_cast<int>(n);
-      } else if (f == "--daemonize" || f == "--daemon" || f == "-d") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        daemonize = true;
-      } else {
-        return flags.Unknown();
-      }
-    }
-    return absl::OkStatus();
+  // Flags that set an integer of another type, or more than one field.
+  auto set = [](auto* dest, auto value) {
+    return [dest, value] {
+      *dest = value;
+      return absl::OkStatus();
+    };
   };
-  if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("daemon", parsed);
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  flags
+      .String("--socket", "PATH|@NAME", &options.socket,
+              "control socket (default /run/hotring/control)")
+      .Value("--config", "FILE",
+             "mdev.conf rules, then FILE.d/*.conf (default /etc/mdev.conf; missing: root:root "
+             "0660 for every node); enables rules",
+             [&](absl::string_view v) {
+               rules_options.config.file = std::string(v);
+               rules_enabled = true;
+               return absl::OkStatus();
+             })
+      .Value("--dev-root", "DIR", "where rules make nodes and links (default /dev); enables rules",
+             [&](absl::string_view v) {
+               rules_options.dev_root = std::string(v);
+               rules_enabled = true;
+               return absl::OkStatus();
+             })
+      .Switch("--dev-root-placeholders",
+              "a regular file saying which node it stands for instead of each device node: no "
+              "mknod, no privilege (replay uses it)",
+              set(&rules_options.nodes, rules::DevNodes::kPlaceholders))
+      .String("--firmware-root", "DIR", &rules_options.firmware_root,
+              "firmware for FIRMWARE events (default /lib/firmware)")
+      .String("--users-root", "DIR", &rules_options.users_root,
+              "owner names from DIR/etc/passwd and DIR/etc/group (default /)")
+      .String("--rules-shell", "PROGRAM", &rules_options.shell,
+              "runs rule commands instead of /bin/sh (replay records them)")
+      .String("--exec", "PROGRAM", &options.exec_program,
+              "run PROGRAM SUBSYSTEM with the event's environment")
+      .Seconds("--event-timeout", "S", &options.event_timeout,
+               "SIGTERM a handler after S seconds (default 180)")
+      .Seconds("--kill-grace", "S", &options.kill_grace,
+               "then SIGKILL after S more seconds (default 5)")
+      .Int("--children-max", "N", &options.children_max, 1, 4096,
+           "events handled at once (default 8 + 2 x CPUs)")
+      // For fault tests that overflow the completion queue.
+      .Int("--ring-entries", "N", &options.ring_entries, 1, 4096, "")
+      .Hidden()
+      .Int("--max-pending", "N", &options.max_pending, 1, 10'000'000,
+           "events held+queued+running before netlink reading waits and other events are "
+           "dropped (default 4096)")
+      .Seconds("--reorder-timeout", "S", &options.reorder_timeout,
+               "wait at most S seconds for a missing SEQNUM (default 5)")
+      .Int("--expect-seqnum", "N", &options.expect_seqnum, 0, INT64_MAX,
+           "first SEQNUM expected")
+      .String("--seqnum-file", "PATH", &options.seqnum_file,
+              "default /sys/kernel/uevent_seqnum ('' to ignore)")
+      .Switch("--no-netlink", "do not listen to kernel uevents", set(&options.netlink, false))
+      .Int("--netlink-rcvbuf", "BYTES", &options.netlink_rcvbuf, 4096, INT32_MAX / 2,
+           "netlink receive buffer (default 128 MiB)")
+      .Value("--netlink-fd", "N",
+             "take over the inherited kernel uevent socket N (bound to group 1) instead of "
+             "opening one; what it queued is kept",
+             [&](absl::string_view v) -> absl::Status {
+               HOTRING_ASSIGN_OR_RETURN(const int64_t n, FlagSet::ParseInt(v, 0, INT32_MAX));
+               // Ours from here, and not for whatever the daemon starts (as --ready-fd).
+               if (::fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) != 0) {
+                 return absl::InvalidArgumentError(absl::StrCat(n, ": ", std::strerror(errno)));
+               }
+               options.netlink_fd = UniqueFd(static_cast<int>(n));
+               return absl::OkStatus();
+             })
+      .Bool("--netlink-trust-userspace", &options.netlink_trust_userspace,
+            "accept uevents from any sender (tests only)")
+      .String("--sysfs-root", "DIR", &options.sysfs_root,
+              "tree the overrun resync walks (default /sys)")
+      .Int("--rebroadcast", "GROUP", &options.rebroadcast_group, 2, 32,
+           "re-send handled events to netlink group 2..32")
+      .Bool("--udev-compat", &udev_compat,
+            "serve libudev's consumers: udev's properties and seat tags, /run/udev/data and "
+            "tags/, libudev-format events on netlink group 2, /dev/disk/by-* and /dev/input/by-* "
+            "links beneath --dev-root (docs/udev-compat.md)")
+      .String("--udev-run", "DIR", &udev_options.run_dir,
+              "where the udev database goes (default /run/udev)")
+      .String("--record-timeline", "FILE", &options.record_timeline,
+              "write one line per event transition to FILE (hotring report)")
+      .Int("--timeline-keep", "N", &options.timeline_keep, 0, 10'000'000,
+           "timeline lines kept in memory for `report` (default 4096)")
+      .String("--probe-dev-root", "DIR", &options.probe_dev_root,
+              "where DEVNAME nodes are for settle --for LABEL=, PARTUUID=.. (default /dev)")
+      .Value("--log-level", "LEVEL", "error|warning|notice|info|debug (default notice)",
+             [&level](absl::string_view v) {
+               if (!ParseLogLevel(std::string(v), &level)) {
+                 return absl::InvalidArgumentError(absl::StrCat("unknown log level ", v));
+               }
+               return absl::OkStatus();
+             })
+      .Switch("--log-kmsg", "log to /dev/kmsg (initramfs)", set(&sink, LogSink::kKmsg))
+      .Int("--ready-fd", "N", &ready_fd, 0, INT32_MAX,
+           "write a newline to fd N and close it once serving")
+      .Bool("--daemonize|--daemon|-d", &daemonize,
+            "run in the background: exit 0 once the daemon serves, or non-zero with its error "
+            "(stdin/stdout to /dev/null, stderr kept for the log)")
+      .Text("Serving means the control socket (and netlink, when on) is bound: a request sent "
+            "from then")
+      .Text("on is answered. With NOTIFY_SOCKET set, READY=1 is sent there too (sd_notify).");
+  modules::AddModulesFlags(flags, modules_options);
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   if (udev_compat && options.rebroadcast_group == udevcompat::kUdevMonitorGroup) {
     // libudev would take the kernel-format copies on group 2 for udev's own announcements.
     return ReportError("daemon", absl::InvalidArgumentError(
@@ -289,20 +234,10 @@ int DaemonCommand(const std::vector<std::string>& args) {
 namespace {
 
 int TriggerCommand(const std::vector<std::string>& args) {
-  // --socket names the daemon that --settle waits for; the rest is trigger's own.
-  std::string socket(kDefaultSocket);
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--socket" && i + 1 < args.size()) {
-      socket = args[++i];
-    } else if (absl::StartsWith(args[i], "--socket=")) {
-      socket = args[i].substr(9);
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
   TriggerEnvironment env;
-  env.settle = [socket](absl::Duration timeout) {
+  env.settle = [](const std::string& given, absl::Duration timeout) {
+    // --socket names the daemon that --settle waits for.
+    const std::string socket = given.empty() ? std::string(kDefaultSocket) : given;
     absl::Status settled = Settle(socket, timeout);
     if (absl::IsDeadlineExceeded(settled)) {
       std::fprintf(stderr, "hotring trigger: still pending after %s:\n",
@@ -311,7 +246,7 @@ int TriggerCommand(const std::vector<std::string>& args) {
     }
     return settled;
   };
-  return RunTrigger(rest, env);
+  return RunTrigger(args, env);
 }
 
 struct Command {

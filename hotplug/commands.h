@@ -24,10 +24,6 @@ int ReportCommand(const std::vector<std::string>& args);
 // (after a settle timed out). Returns how many events were described.
 int PrintPending(absl::string_view socket, std::FILE* out);
 
-// Prints `status` to stderr as "hotring <command>: <message>" and returns 2 for bad arguments
-// (InvalidArgument), else 1.
-int ReportError(absl::string_view command, const absl::Status& status);
-
 }  // namespace hotring::hotplug
 
 #endif  // HOTRING_HOTPLUG_COMMANDS_H_

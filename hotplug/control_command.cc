@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/json.h"
@@ -56,47 +57,38 @@ int SettleCommand(const std::vector<std::string>& args) {
   std::string socket(kDefaultSocket);
   absl::Duration timeout = absl::Seconds(120);
   std::vector<std::string> conditions;
-  FlagReader flags("settle", args);
-  while (flags.Next()) {
-    absl::Status s;
-    if (flags.flag() == "--help") {
-      std::fputs(
-          "usage: hotring settle [--for KEY=VALUE]... [--socket PATH|@NAME] [--timeout S]\n"
-          "  exit 0 once nothing is held, queued or running; 1 after --timeout S (default 120),\n"
-          "  printing what is still pending and where (held behind a SEQNUM gap, queued behind\n"
-          "  a related event, running: handler pid and for how long)\n"
-          "  --for KEY=VALUE  instead, exit 0 as soon as a device matching KEY=VALUE has been\n"
-          "                   handled (or already had been), without waiting for the rest:\n"
-          "                   any event property (DEVNAME=vda, SUBSYSTEM=net, DEVPATH=/devices/..)\n"
-          "                   or a filesystem's LABEL=/UUID= (ID_FS_LABEL/ID_FS_UUID, else the\n"
-          "                   superblock: ext2/3/4, vfat, btrfs, xfs, swap), or a partition's\n"
-          "                   PARTUUID=/PARTLABEL= (ID_PART_ENTRY_*, PARTNAME, else the disk's\n"
-          "                   GPT or MBR table). Repeatable: ALL must\n"
-          "                   be met, each by some device (udevadm settle has no equivalent).\n",
-          stdout);
-      return 0;
-    } else if (flags.flag() == "--socket") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) socket = *v;
-      s = v.status();
-    } else if (flags.flag() == "--timeout") {
-      absl::StatusOr<absl::Duration> v = flags.Seconds();
-      if (v.ok()) timeout = *v;
-      s = v.status();
-    } else if (flags.flag() == "--for") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) {
-        absl::StatusOr<SettleCondition> condition = ParseSettleCondition(*v);
-        s = condition.status();
-        if (condition.ok()) conditions.push_back(condition->ToString());
-      } else {
-        s = v.status();
-      }
-    } else {
-      s = flags.Unknown();
-    }
-    if (!s.ok()) return ReportError("settle", s);
-  }
+  FlagSet flags("settle",
+                "usage: hotring settle [--for KEY=VALUE]... [--socket PATH|@NAME] [--timeout S]\n"
+                "  exit 0 once nothing is held, queued or running; 1 after --timeout S (default "
+                "120),\n"
+                "  printing what is still pending and where (held behind a SEQNUM gap, queued "
+                "behind\n"
+                "  a related event, running: handler pid and for how long)");
+  flags
+      .Value("--for", "KEY=VALUE",
+             "instead, exit 0 as soon as a device matching KEY=VALUE has been handled (or "
+             "already had been), without waiting for the rest: any event property (DEVNAME=vda, "
+             "SUBSYSTEM=net, DEVPATH=/devices/..) or a filesystem's LABEL=/UUID= (ID_FS_LABEL/"
+             "ID_FS_UUID, else the superblock: ext2/3/4, vfat, btrfs, xfs, swap), or a "
+             "partition's PARTUUID=/PARTLABEL= (ID_PART_ENTRY_*, PARTNAME, else the disk's GPT "
+             "or MBR table). Repeatable: ALL must be met, each by some device (udevadm settle "
+             "has no equivalent).",
+             [&conditions](absl::string_view v) -> absl::Status {
+               absl::StatusOr<SettleCondition> condition = ParseSettleCondition(v);
+               if (!condition.ok()) {
+                 // Its message names --for already; the flag table adds the name again.
+                 absl::string_view message = condition.status().message();
+                 absl::ConsumePrefix(&message, "--for");
+                 absl::ConsumePrefix(&message, ":");
+                 absl::ConsumePrefix(&message, " ");
+                 return absl::Status(condition.status().code(), message);
+               }
+               conditions.push_back(condition->ToString());
+               return absl::OkStatus();
+             })
+      .String("--socket", "PATH|@NAME", &socket, "daemon socket (default /run/hotring/control)")
+      .Seconds("--timeout", "S", &timeout, "give up after S seconds (default 120)");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   absl::Status settled;
   if (conditions.empty()) {
     settled = Settle(socket, timeout);
@@ -127,37 +119,29 @@ int ControlCommandMain(const std::vector<std::string>& args) {
   absl::Duration timeout = absl::Seconds(5);
   bool json = false;
   std::optional<ControlCommand> command;
-  FlagReader flags("control", args);
-  while (flags.Next()) {
-    absl::Status s;
-    if (flags.flag() == "--help") {
-      std::fputs("usage: hotring control status|exit|reload|pending [--json] [--socket PATH|@NAME] "
-                 "[--timeout S]\n  pending: what is held, queued or running, and where\n",
-                 stdout);
-      return 0;
-    } else if (flags.positional() && !command.has_value()) {
-      command = ControlCommandFromName(flags.flag());
-      if (!command.has_value() || *command == ControlCommand::kSettle ||
-          *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor ||
-          *command == ControlCommand::kTimeline) {
-        s = flags.Error(absl::StrCat("unknown command '", flags.flag(),
-                                     "' (status, exit, reload or pending)"));
-      }
-    } else if (flags.flag() == "--socket") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) socket = *v;
-      s = v.status();
-    } else if (flags.flag() == "--timeout") {
-      absl::StatusOr<absl::Duration> v = flags.Seconds();
-      if (v.ok()) timeout = *v;
-      s = v.status();
-    } else if (flags.flag() == "--json") {
-      json = true;
-      s = flags.NoValue();
-    } else {
-      s = flags.Unknown();
+  std::vector<std::string> positionals;
+  FlagSet flags("control",
+                "usage: hotring control status|exit|reload|pending [--json] [--socket "
+                "PATH|@NAME] [--timeout S]\n"
+                "  pending: what is held, queued or running, and where");
+  flags.Bool("--json", &json, "the reply as one JSON object")
+      .String("--socket", "PATH|@NAME", &socket, "daemon socket (default /run/hotring/control)")
+      .Seconds("--timeout", "S", &timeout, "give up after S seconds (default 5)")
+      .Positionals(&positionals);
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  if (positionals.size() > 1) {
+    return ReportError("control", flags.Error(absl::StrCat("unknown argument '", positionals[1],
+                                                           "' (try --help)")));
+  }
+  if (!positionals.empty()) {
+    command = ControlCommandFromName(positionals[0]);
+    if (!command.has_value() || *command == ControlCommand::kSettle ||
+        *command == ControlCommand::kMonitor || *command == ControlCommand::kUnmonitor ||
+        *command == ControlCommand::kTimeline) {
+      return ReportError("control",
+                         flags.Error(absl::StrCat("unknown command '", positionals[0],
+                                                  "' (status, exit, reload or pending)")));
     }
-    if (!s.ok()) return ReportError("control", s);
   }
   if (!command.has_value()) {
     return ReportError("control", absl::InvalidArgumentError("status, exit or reload?"));
@@ -288,34 +272,16 @@ Task<absl::Status> MonitorKernel(io::Reactor& reactor, const MonitorOptions& opt
 
 int MonitorCommand(const std::vector<std::string>& args) {
   MonitorOptions options;
-  FlagReader flags("monitor", args);
-  while (flags.Next()) {
-    absl::Status s;
-    if (flags.flag() == "--help") {
-      std::fputs("usage: hotring monitor [--env] [--kernel] [--count N] [--socket PATH|@NAME]\n"
-                 "  handled events from the daemon: SEQNUM ACTION DEVPATH (SUBSYSTEM) result "
-                 "duration\n  --kernel: raw kernel uevents from netlink as they arrive\n",
-                 stdout);
-      return 0;
-    } else if (flags.flag() == "--socket") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) options.socket = *v;
-      s = v.status();
-    } else if (flags.flag() == "--env") {
-      options.env = true;
-      s = flags.NoValue();
-    } else if (flags.flag() == "--kernel") {
-      options.kernel = true;
-      s = flags.NoValue();
-    } else if (flags.flag() == "--count") {
-      absl::StatusOr<int64_t> v = flags.IntInRange(1, INT64_MAX);
-      if (v.ok()) options.count = *v;
-      s = v.status();
-    } else {
-      s = flags.Unknown();
-    }
-    if (!s.ok()) return ReportError("monitor", s);
-  }
+  FlagSet flags("monitor",
+                "usage: hotring monitor [--env] [--kernel] [--count N] [--socket PATH|@NAME]\n"
+                "  handled events from the daemon: SEQNUM ACTION DEVPATH (SUBSYSTEM) result "
+                "duration");
+  flags.Bool("--env", &options.env, "print each event's variables after it")
+      .Bool("--kernel", &options.kernel, "raw kernel uevents from netlink as they arrive")
+      .Int("--count", "N", &options.count, 1, INT64_MAX, "stop after N events")
+      .String("--socket", "PATH|@NAME", &options.socket,
+              "daemon socket (default /run/hotring/control)");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
   if (!reactor.ok()) return ReportError("monitor", reactor.status());
   const absl::Status run =

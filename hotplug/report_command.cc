@@ -19,47 +19,26 @@
 #include "hotplug/wire.h"
 
 namespace hotring::hotplug {
-namespace {
-
-constexpr char kReportUsage[] =
-    "usage: hotring report [--from FILE] [--socket PATH|@NAME] [--svg FILE] [--top N]\n"
-    "  the slowest events, handlers and module loads, the time each device waited for the\n"
-    "  event before it, and gaps released by timeout\n"
-    "  --from FILE     a timeline written by `hotring daemon --record-timeline FILE`\n"
-    "                  (default: ask the running daemon for the lines it kept)\n"
-    "  --svg FILE      also draw the timeline: one row per event or module load, like\n"
-    "                  systemd-analyze plot\n"
-    "  --top N         entries per list (default 10)\n";
-
-}  // namespace
-
 int ReportCommand(const std::vector<std::string>& args) {
   std::string socket(kDefaultSocket);
   std::string from_file;
   std::string svg_file;
   int64_t top = 10;
-  FlagReader flags("report", args);
-  auto parse = [&]() -> absl::Status {
-    while (flags.Next()) {
-      const std::string& f = flags.flag();
-      if (f == "--help") {
-        std::fputs(kReportUsage, stdout);
-        std::exit(0);
-      } else if (f == "--socket") {
-        HOTRING_ASSIGN_OR_RETURN(socket, flags.String());
-      } else if (f == "--from") {
-        HOTRING_ASSIGN_OR_RETURN(from_file, flags.String());
-      } else if (f == "--svg") {
-        HOTRING_ASSIGN_OR_RETURN(svg_file, flags.String());
-      } else if (f == "--top") {
-        HOTRING_ASSIGN_OR_RETURN(top, flags.IntInRange(1, 10000));
-      } else {
-        return flags.Unknown();
-      }
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status parsed = parse(); !parsed.ok()) return ReportError("report", parsed);
+  FlagSet flags("report",
+                "usage: hotring report [--from FILE] [--socket PATH|@NAME] [--svg FILE] [--top N]\n"
+                "  the slowest events, handlers and module loads, the time each device waited for "
+                "the\n"
+                "  event before it, and gaps released by timeout");
+  flags
+      .String("--from", "FILE", &from_file,
+              "a timeline written by `hotring daemon --record-timeline FILE` (default: ask the "
+              "running daemon for the lines it kept)")
+      .String("--socket", "PATH|@NAME", &socket, "daemon socket (default /run/hotring/control)")
+      .String("--svg", "FILE", &svg_file,
+              "also draw the timeline: one row per event or module load, like systemd-analyze "
+              "plot")
+      .Int("--top", "N", &top, 1, 10000, "entries per list (default 10)");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
 
   std::string text;
   if (!from_file.empty()) {

@@ -32,18 +32,6 @@ extern char** environ;
 namespace hotring::hotplug {
 namespace {
 
-constexpr absl::string_view kSendUsage =
-    "usage: hotring send [SUBSYSTEM] [options]\n"
-    "  --env KEY=VALUE      an event variable (repeatable); without any, the environment is\n"
-    "                       the event (ACTION, DEVPATH, SEQNUM, SUBSYSTEM, ...)\n"
-    "  --socket PATH|@NAME  daemon socket (default /run/hotring/control)\n"
-    "  --wait[=S]           wait until the event was handled (default 30 s), retransmitting\n"
-    "  --timeout S          give up reaching a daemon after S seconds (default 5)\n"
-    "  --autostart          start the daemon if none listens\n"
-    "  --daemon-arg ARG     extra argument for the autostarted daemon (repeatable)\n"
-    "environment: HOTRING_SOCKET (default socket), HOTRING_DAEMON_ARGS (space-separated\n"
-    "daemon arguments for --autostart); both work when invoked as hotring-send.\n";
-
 // Shell and login variables that are not part of an event.
 bool IsShellVariable(absl::string_view key) {
   static constexpr absl::string_view kSkip[] = {
@@ -70,7 +58,10 @@ struct SendOptions {
   std::vector<std::string> daemon_args;
 };
 
-absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions& options) {
+// Parses `args` into `options` (after the environment's defaults); kHelpShown once --help was
+// printed.
+absl::StatusOr<FlagsParsed> ParseSendOptions(const std::vector<std::string>& args,
+                                             SendOptions& options) {
   // As the kernel's uevent helper there are no options to pass: the environment carries them.
   if (const char* socket = std::getenv("HOTRING_SOCKET"); socket != nullptr && *socket != '\0') {
     options.socket = socket;
@@ -80,46 +71,51 @@ absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions&
       options.daemon_args.emplace_back(arg);
     }
   }
-  FlagReader flags("send", args);
-  while (flags.Next()) {
-    const std::string& f = flags.flag();
-    if (flags.positional()) {
-      if (!options.subsystem.empty()) return flags.Unknown();
-      options.subsystem = f;
-    } else if (f == "--help") {
-      std::fputs(kSendUsage.data(), stdout);
-      std::exit(0);
-    } else if (f == "--env") {
-      HOTRING_ASSIGN_OR_RETURN(const std::string kv, flags.String());
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return flags.Error(absl::StrCat("--env needs KEY=VALUE, got '", kv, "'"));
-      }
-      options.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-      options.env_given = true;
-    } else if (f == "--socket") {
-      HOTRING_ASSIGN_OR_RETURN(options.socket, flags.String());
-    } else if (f == "--wait") {
-      options.wait = true;
-      if (std::optional<std::string> v = flags.InlineValue(); v.has_value()) {
-        double seconds;
-        if (!absl::SimpleAtod(*v, &seconds) || seconds <= 0) {
-          return flags.Error(absl::StrCat("--wait=S needs seconds > 0, got '", *v, "'"));
-        }
-        options.wait_timeout = absl::Seconds(seconds);
-      }
-    } else if (f == "--timeout") {
-      HOTRING_ASSIGN_OR_RETURN(options.connect_timeout, flags.Seconds());
-    } else if (f == "--autostart") {
-      HOTRING_RETURN_IF_ERROR(flags.NoValue());
-      options.autostart = true;
-    } else if (f == "--daemon-arg") {
-      HOTRING_ASSIGN_OR_RETURN(std::string arg, flags.String());
-      options.daemon_args.push_back(std::move(arg));
-    } else {
-      return flags.Unknown();
-    }
+  std::vector<std::string> positionals;
+  FlagSet flags("send", "usage: hotring send [SUBSYSTEM] [options]");
+  flags
+      .Value("--env", "KEY=VALUE",
+             "an event variable (repeatable); without any, the environment is the event "
+             "(ACTION, DEVPATH, SEQNUM, SUBSYSTEM, ...)",
+             [&options](absl::string_view kv) {
+               const size_t eq = kv.find('=');
+               if (eq == absl::string_view::npos || eq == 0) {
+                 return absl::InvalidArgumentError(absl::StrCat("needs KEY=VALUE, got '", kv, "'"));
+               }
+               options.env.emplace_back(std::string(kv.substr(0, eq)),
+                                        std::string(kv.substr(eq + 1)));
+               options.env_given = true;
+               return absl::OkStatus();
+             })
+      .String("--socket", "PATH|@NAME", &options.socket,
+              "daemon socket (default /run/hotring/control)")
+      .OptionalValue("--wait", "S",
+                     "wait until the event was handled (default 30 s), retransmitting",
+                     [&options](std::optional<absl::string_view> v) {
+                       options.wait = true;
+                       if (!v.has_value()) return absl::OkStatus();
+                       double seconds;
+                       if (!absl::SimpleAtod(*v, &seconds) || seconds <= 0) {
+                         return absl::InvalidArgumentError(
+                             absl::StrCat("needs seconds > 0, got '", *v, "'"));
+                       }
+                       options.wait_timeout = absl::Seconds(seconds);
+                       return absl::OkStatus();
+                     })
+      .Seconds("--timeout", "S", &options.connect_timeout,
+               "give up reaching a daemon after S seconds (default 5)")
+      .Bool("--autostart", &options.autostart, "start the daemon if none listens")
+      .Strings("--daemon-arg", "ARG", &options.daemon_args,
+               "extra argument for the autostarted daemon (repeatable)")
+      .Text("environment: HOTRING_SOCKET (default socket), HOTRING_DAEMON_ARGS (space-separated")
+      .Text("daemon arguments for --autostart); both work when invoked as hotring-send.")
+      .Positionals(&positionals);
+  HOTRING_ASSIGN_OR_RETURN(const FlagsParsed parsed, flags.Parse(args));
+  if (parsed == FlagsParsed::kHelpShown) return parsed;
+  if (positionals.size() > 1) {
+    return flags.Error(absl::StrCat("unknown argument '", positionals[1], "' (try --help)"));
   }
+  if (!positionals.empty()) options.subsystem = positionals[0];
   if (!options.env_given) {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const absl::string_view kv(*e);
@@ -136,7 +132,7 @@ absl::Status ParseSendOptions(const std::vector<std::string>& args, SendOptions&
     for (const auto& [key, value] : options.env) has |= key == "SUBSYSTEM";
     if (!has) options.env.emplace_back("SUBSYSTEM", options.subsystem);
   }
-  return absl::OkStatus();
+  return FlagsParsed::kRun;
 }
 
 // Starts `hotring daemon --socket S --ready-fd N ARGS...` detached (double fork, new session),
@@ -258,9 +254,9 @@ Task<int> Send(io::Reactor& reactor, ControlClient& client, const SendOptions& o
 
 int SendCommand(const std::vector<std::string>& args) {
   SendOptions options;
-  if (absl::Status parsed = ParseSendOptions(args, options); !parsed.ok()) {
-    return ReportError("send", parsed);
-  }
+  absl::StatusOr<FlagsParsed> parsed = ParseSendOptions(args, options);
+  if (!parsed.ok()) return ReportError("send", parsed.status());
+  if (*parsed == FlagsParsed::kHelpShown) return 0;
   absl::StatusOr<Event> event = EventFromFields(std::move(options.env), EventSource::kSend);
   if (!event.ok()) {
     return ReportError("send", absl::InvalidArgumentError(absl::StrCat(

@@ -24,6 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/flags.h"
+#include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/modules/bus_controller.h"
 #include "hotplug/modules/kmod_resolver.h"
@@ -52,32 +54,6 @@ bool IsAction(absl::string_view action) {
     if (action == known) return true;
   }
   return false;
-}
-
-// Splits "--name=value" into name and value; a plain "--name" has no value.
-struct Token {
-  std::string name;
-  std::optional<std::string> inline_value;
-};
-
-Token SplitToken(const std::string& arg) {
-  if (absl::StartsWith(arg, "--")) {
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) return Token{arg.substr(0, eq), arg.substr(eq + 1)};
-  }
-  return Token{arg, std::nullopt};
-}
-
-std::string CanonicalOption(const std::string& name) {
-  static const std::pair<const char*, const char*> kShort[] = {
-      {"-c", "--action"},           {"-t", "--type"},         {"-s", "--subsystem-match"},
-      {"-S", "--subsystem-nomatch"}, {"-y", "--sysname-match"}, {"-a", "--attr-match"},
-      {"-n", "--dry-run"},          {"-v", "--verbose"},      {"-w", "--settle"},
-      {"-h", "--help"}};
-  for (const auto& [short_name, long_name] : kShort) {
-    if (name == short_name) return long_name;
-  }
-  return name;
 }
 
 // Writes `action` into the uevent file at `path`; returns 0 or the errno.
@@ -161,161 +137,188 @@ std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
 
 }  // namespace
 
-bool IsHelpRequest(const absl::Status& status) { return absl::IsCancelled(status); }
+namespace {
 
-std::string TriggerUsage() {
-  return "usage: hotring trigger [options]\n"
-         "Writes ACTION into each sysfs object's uevent file so the kernel re-sends its uevent\n"
-         "(subsystems first, then devices, parents before children).\n"
-         "\n"
-         "  --sysfs-root DIR            sysfs to walk (default /sys)\n"
-         "  -c, --action ACTION         add, remove, change (default), move, online, offline,\n"
-         "                              bind, unbind\n"
-         "  -t, --type TYPE             all (default), devices or subsystems\n"
-         "  -s, --subsystem-match GLOB  only these subsystems (repeatable)\n"
-         "  -S, --subsystem-nomatch GLOB  not these subsystems (repeatable)\n"
-         "  -y, --sysname-match GLOB    only objects whose name matches (repeatable)\n"
-         "  -a, --attr-match ATTR[=GLOB]  only objects with this attribute (and value)\n"
-         "      --drivers-first         first the devices with a modalias and no driver (their\n"
-         "                              module loads start sooner), then the rest\n"
-         "  -n, --dry-run               print what would be written, write nothing\n"
-         "  -v, --verbose               print each uevent file as it is written\n"
-         "  -w, --settle                then wait until the daemon has handled everything\n"
-         "      --timeout SECONDS       with --settle: give up after this long (default 120)\n"
-         "      --socket PATH|@NAME     with --settle: the daemon's control socket\n"
-         "                              (default /run/hotring/control)\n"
-         "      --needed                replay `add` only for devices that mdev.conf rules act\n"
-         "                              on or whose MODALIAS module is not loaded, and their\n"
-         "                              parents (devices only); with -n: print why\n"
-         "      --config FILE           with --needed: the rules (default /etc/mdev.conf, then\n"
-         "                              FILE.d/*.conf; missing: busybox's default)\n"
-         "      --modules-root DIR      with --needed: DIR/lib/modules and DIR's modprobe.d\n"
-         "                              (default /)\n"
-         "      --kernel-version V      with --needed: DIR/lib/modules/V (default: running)\n"
-         "  -h, --help                  this text\n";
-}
-
-absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& args) {
+// What a parse fills: the options, and what the checks across flags need after it.
+struct TriggerArgs {
   TriggerOptions options;
   bool timeout_given = false;
   bool action_given = false;
   bool type_subsystems = false;
-  std::vector<std::string> needed_only;  // options that mean something only with --needed
-  for (size_t i = 0; i < args.size(); ++i) {
-    Token token = SplitToken(args[i]);
-    const std::string name = CanonicalOption(token.name);
-    const bool takes_value =
-        name == "--sysfs-root" || name == "--action" || name == "--type" ||
-        name == "--subsystem-match" || name == "--subsystem-nomatch" ||
-        name == "--sysname-match" || name == "--attr-match" || name == "--timeout" ||
-        name == "--config" || name == "--modules-root" || name == "--kernel-version";
-    std::string value;
-    if (takes_value) {
-      if (token.inline_value.has_value()) {
-        value = *token.inline_value;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return BadArgument(absl::StrCat(name, " needs a value"));
-      }
-      if (value.empty()) return BadArgument(absl::StrCat(name, " needs a non-empty value"));
-    } else if (token.inline_value.has_value()) {
-      return BadArgument(absl::StrCat(name, " takes no value"));
-    }
+  std::vector<std::string> needed_only;  // flags that mean something only with --needed
+};
 
-    if (name == "--help") {
-      return absl::CancelledError("help requested");
-    } else if (name == "--sysfs-root") {
-      options.sysfs_root = value;
-    } else if (name == "--action") {
-      if (!IsAction(value)) {
-        return BadArgument(absl::StrCat("unknown action '", value,
-                                        "' (one of: ", absl::StrJoin(kActions, ", "), ")"));
-      }
-      options.action = value;
-      action_given = true;
-    } else if (name == "--type") {
-      if (value == "all") {
-        options.filter.subsystems = options.filter.devices = true;
-      } else if (value == "devices") {
-        options.filter.subsystems = false;
-        options.filter.devices = true;
-      } else if (value == "subsystems") {
-        options.filter.subsystems = true;
-        options.filter.devices = false;
-        type_subsystems = true;
-      } else {
-        return BadArgument(
-            absl::StrCat("unknown type '", value, "' (one of: all, devices, subsystems)"));
-      }
-    } else if (name == "--subsystem-match") {
-      options.filter.subsystem_match.push_back(value);
-    } else if (name == "--subsystem-nomatch") {
-      options.filter.subsystem_nomatch.push_back(value);
-    } else if (name == "--sysname-match") {
-      options.filter.sysname_match.push_back(value);
-    } else if (name == "--attr-match") {
-      SysfsFilter::Attribute attribute;
-      const size_t eq = value.find('=');
-      attribute.name = value.substr(0, eq);
-      if (eq != std::string::npos) attribute.value = value.substr(eq + 1);
-      if (attribute.name.empty() || absl::StartsWith(attribute.name, "/") ||
-          attribute.name == ".." || absl::StartsWith(attribute.name, "../") ||
-          absl::StrContains(attribute.name, "/../") || absl::EndsWith(attribute.name, "/..")) {
-        return BadArgument(absl::StrCat("bad --attr-match '", value,
-                                        "': want ATTR or ATTR=GLOB, ATTR inside the object"));
-      }
-      options.filter.attr_match.push_back(std::move(attribute));
-    } else if (name == "--timeout") {
-      double seconds = 0;
-      if (!absl::SimpleAtod(value, &seconds) || !(seconds >= 0) || seconds > 1e9) {
-        return BadArgument(absl::StrCat("bad --timeout '", value, "': want seconds >= 0"));
-      }
-      options.settle_timeout = absl::Seconds(seconds);
-      timeout_given = true;
-    } else if (name == "--needed") {
-      options.needed = true;
-    } else if (name == "--config") {
-      options.config = value;
-      needed_only.push_back(name);
-    } else if (name == "--modules-root") {
-      options.modules_root = value == "/" ? "" : value;
-      needed_only.push_back(name);
-    } else if (name == "--kernel-version") {
-      if (value.find('/') != std::string::npos) {
-        return BadArgument(absl::StrCat("bad --kernel-version '", value, "'"));
-      }
-      options.kernel_version = value;
-      needed_only.push_back(name);
-    } else if (name == "--drivers-first") {
-      options.drivers_first = true;
-    } else if (name == "--dry-run") {
-      options.dry_run = true;
-    } else if (name == "--verbose") {
-      options.verbose = true;
-    } else if (name == "--settle") {
-      options.settle = true;
-    } else if (absl::StartsWith(name, "-")) {
-      return BadArgument(absl::StrCat("unknown option '", args[i], "'"));
-    } else {
-      return BadArgument(absl::StrCat("unexpected argument '", args[i], "'"));
-    }
-  }
-  if (timeout_given && !options.settle) return BadArgument("--timeout needs --settle");
-  if (!options.needed && !needed_only.empty()) {
-    return BadArgument(absl::StrCat(needed_only.front(), " needs --needed"));
+// A value that must not be empty, handed to `store`.
+std::function<absl::Status(absl::string_view)> NonEmpty(
+    std::function<absl::Status(const std::string&)> store) {
+  return [store = std::move(store)](absl::string_view v) {
+    if (v.empty()) return absl::InvalidArgumentError("needs a non-empty value");
+    return store(std::string(v));
+  };
+}
+
+// udevadm trigger's options (and short forms), in the order the usage lists them.
+void DeclareTriggerFlags(FlagSet& flags, TriggerArgs& a) {
+  TriggerOptions& o = a.options;
+  auto on = [](bool* dest) {
+    return [dest] {
+      *dest = true;
+      return absl::OkStatus();
+    };
+  };
+  auto append = [](std::vector<std::string>* dest) {
+    return NonEmpty([dest](const std::string& v) {
+      dest->push_back(v);
+      return absl::OkStatus();
+    });
+  };
+  flags
+      .Value("--sysfs-root", "DIR", "sysfs to walk (default /sys)",
+             NonEmpty([&o](const std::string& v) {
+               o.sysfs_root = v;
+               return absl::OkStatus();
+             }))
+      .Value("--action|-c", "ACTION",
+             "add, remove, change (default), move, online, offline, bind, unbind",
+             NonEmpty([&a](const std::string& v) {
+               if (!IsAction(v)) {
+                 return absl::InvalidArgumentError(absl::StrCat(
+                     "unknown action '", v, "' (one of: ", absl::StrJoin(kActions, ", "), ")"));
+               }
+               a.options.action = v;
+               a.action_given = true;
+               return absl::OkStatus();
+             }))
+      .Value("--type|-t", "TYPE", "all (default), devices or subsystems",
+             NonEmpty([&a](const std::string& v) {
+               SysfsFilter& filter = a.options.filter;
+               if (v == "all") {
+                 filter.subsystems = filter.devices = true;
+               } else if (v == "devices") {
+                 filter.subsystems = false;
+                 filter.devices = true;
+               } else if (v == "subsystems") {
+                 filter.subsystems = true;
+                 filter.devices = false;
+                 a.type_subsystems = true;
+               } else {
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("unknown type '", v, "' (one of: all, devices, subsystems)"));
+               }
+               return absl::OkStatus();
+             }))
+      .Value("--subsystem-match|-s", "GLOB", "only these subsystems (repeatable)",
+             append(&o.filter.subsystem_match))
+      .Value("--subsystem-nomatch|-S", "GLOB", "not these subsystems (repeatable)",
+             append(&o.filter.subsystem_nomatch))
+      .Value("--sysname-match|-y", "GLOB", "only objects whose name matches (repeatable)",
+             append(&o.filter.sysname_match))
+      .Value("--attr-match|-a", "ATTR[=GLOB]", "only objects with this attribute (and value)",
+             NonEmpty([&o](const std::string& v) {
+               SysfsFilter::Attribute attribute;
+               const size_t eq = v.find('=');
+               attribute.name = v.substr(0, eq);
+               if (eq != std::string::npos) attribute.value = v.substr(eq + 1);
+               if (attribute.name.empty() || absl::StartsWith(attribute.name, "/") ||
+                   attribute.name == ".." || absl::StartsWith(attribute.name, "../") ||
+                   absl::StrContains(attribute.name, "/../") ||
+                   absl::EndsWith(attribute.name, "/..")) {
+                 return absl::InvalidArgumentError(absl::StrCat(
+                     "bad value '", v, "': want ATTR or ATTR=GLOB, ATTR inside the object"));
+               }
+               o.filter.attr_match.push_back(std::move(attribute));
+               return absl::OkStatus();
+             }))
+      .Bool("--drivers-first", &o.drivers_first,
+            "first the devices with a modalias and no driver (their module loads start sooner), "
+            "then the rest")
+      .Bool("--dry-run|-n", &o.dry_run, "print what would be written, write nothing")
+      .Bool("--verbose|-v", &o.verbose, "print each uevent file as it is written")
+      .Bool("--settle|-w", &o.settle, "then wait until the daemon has handled everything")
+      .Value("--timeout", "SECONDS", "with --settle: give up after this long (default 120)",
+             NonEmpty([&a](const std::string& v) {
+               absl::StatusOr<absl::Duration> timeout = FlagSet::ParseSeconds(v);
+               if (!timeout.ok()) return timeout.status();
+               a.options.settle_timeout = *timeout;
+               a.timeout_given = true;
+               return absl::OkStatus();
+             }))
+      .Value("--socket", "PATH|@NAME",
+             "with --settle: the daemon's control socket (default /run/hotring/control)",
+             NonEmpty([&o](const std::string& v) {
+               o.socket = v;
+               return absl::OkStatus();
+             }))
+      .Switch("--needed",
+              "replay `add` only for devices that mdev.conf rules act on or whose MODALIAS "
+              "module is not loaded, and their parents (devices only); with -n: print why",
+              on(&o.needed))
+      .Value("--config", "FILE",
+             "with --needed: the rules (default /etc/mdev.conf, then FILE.d/*.conf; missing: "
+             "busybox's default)",
+             NonEmpty([&a](const std::string& v) {
+               a.options.config = v;
+               a.needed_only.push_back("--config");
+               return absl::OkStatus();
+             }))
+      .Value("--modules-root", "DIR",
+             "with --needed: DIR/lib/modules and DIR's modprobe.d (default /)",
+             NonEmpty([&a](const std::string& v) {
+               a.options.modules_root = v == "/" ? "" : v;
+               a.needed_only.push_back("--modules-root");
+               return absl::OkStatus();
+             }))
+      .Value("--kernel-version", "V", "with --needed: DIR/lib/modules/V (default: running)",
+             NonEmpty([&a](const std::string& v) {
+               if (v.find('/') != std::string::npos) {
+                 return absl::InvalidArgumentError(absl::StrCat("bad value '", v, "'"));
+               }
+               a.options.kernel_version = v;
+               a.needed_only.push_back("--kernel-version");
+               return absl::OkStatus();
+             }))
+      .Text("  --help, -h                 this text");
+}
+
+constexpr absl::string_view kTriggerSynopsis =
+    "usage: hotring trigger [options]\n"
+    "Writes ACTION into each sysfs object's uevent file so the kernel re-sends its uevent\n"
+    "(subsystems first, then devices, parents before children).\n\n";
+
+}  // namespace
+
+std::string TriggerUsage() {
+  TriggerArgs unused;
+  FlagSet flags("trigger", kTriggerSynopsis);
+  DeclareTriggerFlags(flags, unused);
+  return flags.Usage();
+}
+
+absl::StatusOr<std::optional<TriggerOptions>> ParseTriggerArgs(
+    const std::vector<std::string>& args, std::FILE* help_out) {
+  TriggerArgs a;
+  FlagSet flags("trigger", kTriggerSynopsis);
+  DeclareTriggerFlags(flags, a);
+  HOTRING_ASSIGN_OR_RETURN(const FlagsParsed parsed, flags.Parse(args, help_out));
+  if (parsed == FlagsParsed::kHelpShown) return std::nullopt;
+  TriggerOptions& options = a.options;
+  if (a.timeout_given && !options.settle) return BadArgument("--timeout needs --settle");
+  if (!options.needed && !a.needed_only.empty()) {
+    return BadArgument(absl::StrCat(a.needed_only.front(), " needs --needed"));
   }
   if (options.needed) {
     // What a replay of a needed device is: the add its rules and modules act on.
-    if (action_given && options.action != "add") {
+    if (a.action_given && options.action != "add") {
       return BadArgument(absl::StrCat("--needed replays add events, not '", options.action, "'"));
     }
-    if (type_subsystems) return BadArgument("--needed selects devices; --type subsystems has none");
+    if (a.type_subsystems) {
+      return BadArgument("--needed selects devices; --type subsystems has none");
+    }
     options.action = "add";
     options.filter.subsystems = false;
     options.filter.devices = true;
   }
-  return options;
+  return std::move(options);
 }
 
 namespace {
@@ -586,16 +589,14 @@ int RunTrigger(const std::vector<std::string>& args) {
 }
 
 int RunTrigger(const std::vector<std::string>& args, const TriggerEnvironment& env) {
-  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
-  if (!options.ok()) {
-    if (IsHelpRequest(options.status())) {
-      std::fputs(TriggerUsage().c_str(), env.out);
-      return 0;
-    }
-    std::fprintf(env.err, "hotring %s\n%s", std::string(options.status().message()).c_str(),
+  absl::StatusOr<std::optional<TriggerOptions>> parsed = ParseTriggerArgs(args, env.out);
+  if (!parsed.ok()) {
+    std::fprintf(env.err, "hotring %s\n%s", std::string(parsed.status().message()).c_str(),
                  TriggerUsage().c_str());
     return 2;
   }
+  if (!parsed->has_value()) return 0;  // --help
+  const TriggerOptions* options = &**parsed;
   if (options->settle && !env.settle) {
     std::fprintf(env.err,
                  "hotring trigger: --settle is not available here (no connection to the daemon); "
@@ -611,7 +612,7 @@ int RunTrigger(const std::vector<std::string>& args, const TriggerEnvironment& e
   std::fflush(env.out);
   int code = report->failed > 0 ? 1 : 0;
   if (options->settle && !options->dry_run) {
-    const absl::Status settled = env.settle(options->settle_timeout);
+    const absl::Status settled = env.settle(options->socket, options->settle_timeout);
     if (!settled.ok()) {
       const std::string why =
           absl::IsDeadlineExceeded(settled)

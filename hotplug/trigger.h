@@ -50,10 +50,11 @@ namespace hotring::hotplug {
 
 inline constexpr absl::Duration kDefaultSettleTimeout = absl::Seconds(120);
 
-// Waits until the daemon has nothing queued, held or running, as `hotring settle` does.
-// Returns OK once settled, DeadlineExceeded when `timeout` passed first, or another error when
-// the daemon could not be asked. Supplied by the CLI layer, which knows the daemon's socket.
-using SettleFn = std::function<absl::Status(absl::Duration timeout)>;
+// Waits until the daemon on `socket` ("": the default one) has nothing queued, held or running,
+// as `hotring settle` does. Returns OK once settled, DeadlineExceeded when `timeout` passed
+// first, or another error when the daemon could not be asked. Supplied by the CLI layer, which
+// talks to the daemon.
+using SettleFn = std::function<absl::Status(const std::string& socket, absl::Duration timeout)>;
 
 struct TriggerOptions {
   std::string sysfs_root = std::string(kDefaultSysfsRoot);
@@ -70,6 +71,7 @@ struct TriggerOptions {
   bool verbose = false;
   bool settle = false;
   absl::Duration settle_timeout = kDefaultSettleTimeout;
+  std::string socket;  // --socket: the daemon --settle waits for; empty: the default one
   // --needed: only devices the rules or a missing module make worth an `add`, and parents.
   bool needed = false;
   // With `needed`: also every device with a node and every network interface, needed or not:
@@ -83,11 +85,10 @@ struct TriggerOptions {
 
 // Parses the arguments after `trigger` (`--opt VALUE` or `--opt=VALUE`; udevadm's short forms
 // -c -t -s -S -y -a -n -v -w too). InvalidArgument with a one-line message for an unknown
-// option, a missing or bad value, an unknown action, or a positional argument. --help/-h
-// yields a status for which IsHelpRequest() is true (RunTrigger prints the usage, exit 0).
-absl::StatusOr<TriggerOptions> ParseTriggerArgs(const std::vector<std::string>& args);
-// True for the status ParseTriggerArgs returns on --help / -h.
-[[nodiscard]] bool IsHelpRequest(const absl::Status& status);
+// option, a missing or bad value, an unknown action, a positional argument, or flags that do
+// not go together. nullopt: --help/-h printed the usage on `help_out`.
+absl::StatusOr<std::optional<TriggerOptions>> ParseTriggerArgs(
+    const std::vector<std::string>& args, std::FILE* help_out = stdout);
 [[nodiscard]] std::string TriggerUsage();
 
 // What a run did.

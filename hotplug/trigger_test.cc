@@ -398,6 +398,9 @@ TEST(TriggerTest, BadArgumentsExitTwoAndWriteNothing) {
       {"--settle", "--timeout", "-1"},
       {"--dry-run=yes"},
       {"sda"},                         // positional
+      {"-x"},                          // an unknown short option
+      {"-c"},                          // a short option without its value
+      {"--socket="},
       {"--settle"},                    // no daemon hook in this environment
   };
   for (const std::vector<std::string>& extra : bad) {
@@ -426,9 +429,11 @@ TEST(TriggerTest, SettleRunsAfterEveryWriteWithTheTimeout) {
   int calls = 0;
   absl::Duration asked;
   bool all_written_first = false;
-  SettleFn settle = [&](absl::Duration timeout) {
+  std::string asked_socket = "unset";
+  SettleFn settle = [&](const std::string& socket, absl::Duration timeout) {
     ++calls;
     asked = timeout;
+    asked_socket = socket;
     all_written_first = true;
     for (const std::string& object : AllInOrder()) {
       if (Uevent(sys, object) != "change") all_written_first = false;
@@ -441,20 +446,23 @@ TEST(TriggerTest, SettleRunsAfterEveryWriteWithTheTimeout) {
   EXPECT_EQ(asked, absl::Milliseconds(7500));
   EXPECT_TRUE(all_written_first);
 
-  run = Trigger({"--sysfs-root", sys.root(), "-w"}, settle);
+  EXPECT_EQ(asked_socket, "");  // the default socket
+
+  run = Trigger({"--sysfs-root", sys.root(), "-w", "--socket=@other"}, settle);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(asked, kDefaultSettleTimeout);
+  EXPECT_EQ(asked_socket, "@other");
 
   run = Trigger({"--sysfs-root", sys.root(), "--settle", "--dry-run"}, settle);
   EXPECT_EQ(run.code, 0);
   EXPECT_EQ(calls, 2);  // nothing written, nothing to wait for
 
   run = Trigger({"--sysfs-root", sys.root(), "--settle", "--timeout=1"},
-                [](absl::Duration) { return absl::DeadlineExceededError("settle"); });
+                [](const std::string&, absl::Duration) { return absl::DeadlineExceededError("settle"); });
   EXPECT_EQ(run.code, 1);
   EXPECT_THAT(run.err, HasSubstr("settle: timed out after 1s"));
   run = Trigger({"--sysfs-root", sys.root(), "--settle"},
-                [](absl::Duration) { return absl::UnavailableError("daemon not running"); });
+                [](const std::string&, absl::Duration) { return absl::UnavailableError("daemon not running"); });
   EXPECT_EQ(run.code, 1);
   EXPECT_THAT(run.err, HasSubstr("daemon not running"));
 }
@@ -677,8 +685,9 @@ TEST(TriggerNeededTest, KeepingWaitableDevicesAddsEveryNodeAndInterface) {
                   .ok());
   std::vector<std::string> args = NeededArgs(machine);
   args[4] = machine.sys.Path("no-such-mdev.conf");  // busybox's default: nothing to do
-  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
-  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<std::optional<TriggerOptions>> parsed = ParseTriggerArgs(args);
+  ASSERT_TRUE(parsed.ok() && parsed->has_value()) << parsed.status();
+  std::optional<TriggerOptions>& options = *parsed;
   options->needed_keeps_waitable = true;
   options->dry_run = true;
   Output out;
@@ -712,8 +721,9 @@ TEST(TriggerNeededTest, DriversFirstGoesBeforeTheNeededWalkAndTheHookSeesOnlyIt)
                   .ok());
   std::vector<std::string> args = NeededArgs(machine);
   args.push_back("--drivers-first");
-  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(args);
-  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<std::optional<TriggerOptions>> parsed = ParseTriggerArgs(args);
+  ASSERT_TRUE(parsed.ok() && parsed->has_value()) << parsed.status();
+  std::optional<TriggerOptions>& options = *parsed;
   Output out;
   Output err;
   TriggerEnvironment env = QuietEnvironment(out, err);
@@ -811,8 +821,9 @@ TEST(TriggerNeededTest, ARuleFileThatDoesNotLoadWritesNothing) {
 // Without --drivers-first the hook still runs once, before anything is written.
 TEST(TriggerNeededTest, TheHookRunsOnceBeforeTheWalkWithoutADriversFirstPass) {
   NeededMachine machine = MakeNeededMachine(kBoardRules);
-  absl::StatusOr<TriggerOptions> options = ParseTriggerArgs(NeededArgs(machine));
-  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<std::optional<TriggerOptions>> parsed = ParseTriggerArgs(NeededArgs(machine));
+  ASSERT_TRUE(parsed.ok() && parsed->has_value()) << parsed.status();
+  std::optional<TriggerOptions>& options = *parsed;
   Output out;
   Output err;
   TriggerEnvironment env = QuietEnvironment(out, err);
