@@ -583,60 +583,43 @@ absl::Status CheckColdplugAction(absl::string_view sysfs_root, absl::string_view
   return absl::OkStatus();
 }
 
-constexpr char kColdplugBenchUsage[] =
-    "usage: hotring bench coldplug [options]   (as root)\n"
-    "Walks sysfs and writes ACTION into every uevent file, four ways per run: trigger alone,\n"
-    "through a daemon with no handler, through a daemon with --exec PROGRAM, and a serial\n"
-    "baseline that spawns PROGRAM for each uevent it receives; prints medians and the ratios.\n"
-    "  --sysfs-root DIR    tree to walk (default /sys)\n"
-    "  --action ACTION     written to the uevent files (default change; only change on a\n"
-    "                      real sysfs)\n"
-    "  --exec PROGRAM      handler of the last two phases (default /bin/true)\n"
-    "  --append-line PATH  instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/\n"
-    "                      append_line, copied to a directory of its own; one log line per\n"
-    "                      run, counted\n"
-    "  --runs N            repetitions (default 5)\n"
-    "  --children-max N    the daemon's --children-max\n"
-    "  --timeout S         give up waiting for a daemon to settle (default 60)\n"
-    "  --json              the raw figures as JSON\n";
-
-absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<std::string>& args) {
+absl::StatusOr<std::optional<ColdplugBenchOptions>> ParseColdplugBenchArgs(
+    const std::vector<std::string>& args, std::FILE* help_out) {
   ColdplugBenchOptions options;
-  FlagReader flags("bench coldplug", args);
-  while (flags.Next()) {
-    const std::string& f = flags.flag();
-    if (f == "--help") {
-      std::fputs(kColdplugBenchUsage, stdout);
-      std::exit(0);
-    } else if (f == "--sysfs-root") {
-      HOTRING_ASSIGN_OR_RETURN(options.sysfs_root, flags.String());
-    } else if (f == "--action") {
-      HOTRING_ASSIGN_OR_RETURN(options.action, flags.String());
-    } else if (f == "--exec") {
-      HOTRING_ASSIGN_OR_RETURN(options.program, flags.String());
-      if (options.program.empty() || options.program[0] != '/') {
-        return flags.Error("--exec needs an absolute path");
-      }
-    } else if (f == "--append-line") {
-      HOTRING_ASSIGN_OR_RETURN(options.append_line, flags.String());
-      if (options.append_line.empty()) return flags.Error("--append-line needs a path");
-    } else if (f == "--runs") {
-      HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 1000));
-      options.runs = static_cast<int>(n);
-    } else if (f == "--children-max") {
-      HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 4096));
-      options.children_max = static_cast<size_t>(n);
-    } else if (f == "--timeout") {
-      HOTRING_ASSIGN_OR_RETURN(options.settle_timeout, flags.Seconds());
-    } else if (f == "--json") {
-      HOTRING_RETURN_IF_ERROR(flags.NoValue());
-      options.json = true;
-    } else {
-      return flags.Unknown();
-    }
-  }
+  FlagSet flags(
+      "bench coldplug",
+      "usage: hotring bench coldplug [options]   (as root)\n"
+      "Walks sysfs and writes ACTION into every uevent file, four ways per run: trigger alone,\n"
+      "through a daemon with no handler, through a daemon with --exec PROGRAM, and a serial\n"
+      "baseline that spawns PROGRAM for each uevent it receives; prints medians and the ratios.");
+  flags.String("--sysfs-root", "DIR", &options.sysfs_root, "tree to walk (default /sys)")
+      .String("--action", "ACTION", &options.action,
+              "written to the uevent files (default change; only change on a real sysfs)")
+      .Value("--exec", "PROGRAM", "handler of the last two phases (default /bin/true)",
+             [&options](absl::string_view v) {
+               if (v.empty() || v[0] != '/') {
+                 return absl::InvalidArgumentError("needs an absolute path");
+               }
+               options.program = std::string(v);
+               return absl::OkStatus();
+             })
+      .Value("--append-line", "PATH",
+             "instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/append_line, copied "
+             "to a directory of its own; one log line per run, counted",
+             [&options](absl::string_view v) {
+               if (v.empty()) return absl::InvalidArgumentError("needs a path");
+               options.append_line = std::string(v);
+               return absl::OkStatus();
+             })
+      .Int("--runs", "N", &options.runs, 1, 1000, "repetitions (default 5)")
+      .Int("--children-max", "N", &options.children_max, 1, 4096, "the daemon's --children-max")
+      .Seconds("--timeout", "S", &options.settle_timeout,
+               "give up waiting for a daemon to settle (default 60)")
+      .Bool("--json", &options.json, "the raw figures as JSON");
+  HOTRING_ASSIGN_OR_RETURN(const FlagsParsed parsed, flags.Parse(args, help_out));
+  if (parsed == FlagsParsed::kHelpShown) return std::nullopt;
   // trigger's own parser decides which actions exist.
-  absl::StatusOr<TriggerOptions> trigger =
+  absl::StatusOr<std::optional<TriggerOptions>> trigger =
       ParseTriggerArgs({"--sysfs-root", options.sysfs_root, "--action", options.action});
   if (!trigger.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("bench coldplug: ", trigger.status().message()));
@@ -654,8 +637,9 @@ absl::StatusOr<ColdplugBenchReport> RunColdplugBench(const ColdplugBenchOptions&
     options.program = append_line->program();
   }
   HOTRING_ASSIGN_OR_RETURN(
-      TriggerOptions trigger,
+      std::optional<TriggerOptions> parsed,
       ParseTriggerArgs({"--sysfs-root", options.sysfs_root, "--action", options.action}));
+  TriggerOptions trigger = std::move(parsed).value();
   // One line per write goes to the probe: that is how the first write is timed.
   trigger.verbose = true;
   HOTRING_ASSIGN_OR_RETURN(UeventTap tap, UeventTap::Open(options.trust_userspace));
@@ -858,12 +842,14 @@ std::string FormatColdplugReport(const ColdplugBenchReport& report,
 }
 
 int BenchColdplugCommand(const std::vector<std::string>& args) {
-  absl::StatusOr<ColdplugBenchOptions> options = ParseColdplugBenchArgs(args);
-  if (!options.ok()) {
+  absl::StatusOr<std::optional<ColdplugBenchOptions>> parsed = ParseColdplugBenchArgs(args);
+  if (!parsed.ok()) {
     // The parser's messages already name the command.
-    std::fprintf(stderr, "hotring %s\n", std::string(options.status().message()).c_str());
+    std::fprintf(stderr, "hotring %s\n", std::string(parsed.status().message()).c_str());
     return 2;
   }
+  if (!parsed->has_value()) return 0;  // --help
+  const ColdplugBenchOptions* options = &**parsed;
   absl::StatusOr<ColdplugBenchReport> report = RunColdplugBench(*options);
   if (!report.ok()) {
     std::fprintf(stderr, "hotring bench coldplug: %s\n",

@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -115,9 +116,11 @@ struct ColdplugBenchReport {
 [[nodiscard]] absl::string_view ColdplugPhaseName(ColdplugPhase phase);
 
 // Parses the arguments after `bench coldplug`: --sysfs-root DIR, --action ACTION, --exec
-// PROGRAM, --append-line PATH, --runs N, --children-max N, --timeout SECONDS, --json. InvalidArgument for anything
-// else, and for an action other than `change` on a real sysfs (CheckColdplugAction).
-absl::StatusOr<ColdplugBenchOptions> ParseColdplugBenchArgs(const std::vector<std::string>& args);
+// PROGRAM, --append-line PATH, --runs N, --children-max N, --timeout SECONDS, --json.
+// InvalidArgument for anything else, and for an action other than `change` on a real sysfs
+// (CheckColdplugAction). nullopt: --help printed the usage on `help_out`.
+absl::StatusOr<std::optional<ColdplugBenchOptions>> ParseColdplugBenchArgs(
+    const std::vector<std::string>& args, std::FILE* help_out = stdout);
 
 // Only `change` may be written into a real sysfs (add/remove would tell listeners that devices
 // came or went); any action trigger knows may be written into a fake tree of regular files.

@@ -237,10 +237,12 @@ TEST(BenchColdplugTest, OnlyChangeIsWrittenIntoARealSysfs) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseColdplugBenchArgs({"--exec", "true"}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  absl::StatusOr<ColdplugBenchOptions> parsed = ParseColdplugBenchArgs(
+  absl::StatusOr<std::optional<ColdplugBenchOptions>> parsed_args = ParseColdplugBenchArgs(
       {"--sysfs-root", sys->root(), "--action=add", "--runs", "3", "--exec", "/bin/true",
        "--children-max", "4", "--timeout", "7", "--json"});
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed_args.ok()) << parsed_args.status();
+  ASSERT_TRUE(parsed_args->has_value());
+  std::optional<ColdplugBenchOptions>& parsed = *parsed_args;
   EXPECT_EQ(parsed->sysfs_root, sys->root());
   EXPECT_EQ(parsed->action, "add");
   EXPECT_EQ(parsed->runs, 3);

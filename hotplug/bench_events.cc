@@ -26,7 +26,6 @@
 #include "core/unique_fd.h"
 #include "hotplug/bench_daemon.h"
 #include "hotplug/client.h"
-#include "hotplug/commands.h"
 #include "hotplug/wire.h"
 #include "io/netlink.h"
 #include "io/socket.h"
@@ -47,26 +46,6 @@ struct BenchOptions {
   int cpu = 0;  // (a) pinned: the daemon and the sender on this CPU
   bool json = false;
 };
-
-constexpr char kBenchEventsUsage[] =
-    "usage: hotring bench events [options]\n"
-    "Events through a private daemon and its control socket, then settle:\n"
-    "  (a) no handler: the daemon's CPU time per event, fed by a sender that batches\n"
-    "      (sendmmsg x64), unpinned and with daemon and sender on one CPU; and fed by one\n"
-    "      blocking sendto per event (there the figure is mostly the kernel waking the sender\n"
-    "      the daemon's reads make room for, charged to the daemon)\n"
-    "  (b) --exec PROGRAM, against a serial baseline (one process: receive, posix_spawn, wait)\n"
-    "  and the seed's two runs: N events in order, and N behind a SEQNUM gap.\n"
-    "  --events N            (a) events (default 100000)\n"
-    "  --exec-events N       (b) events and the baseline's (default 2000)\n"
-    "  --seed-events N       events of each seed run (default 100)\n"
-    "  --exec PROGRAM        handler of (b) and the seed runs (default /bin/true)\n"
-    "  --append-line PATH    instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/\n"
-    "                        append_line, copied to a directory of its own; its lines counted\n"
-    "  --children-max N      the daemon's --children-max\n"
-    "  --reorder-timeout S   the gap run's --reorder-timeout (default 5)\n"
-    "  --cpu N               the CPU of the pinned (a) figure (default 0)\n"
-    "  --json                the figures as JSON\n";
 
 struct Figure {
   std::string name;
@@ -242,50 +221,33 @@ std::string Format(const std::vector<Figure>& figures, double ratio, bool json) 
 
 int BenchEventsCommand(const std::vector<std::string>& args) {
   BenchOptions options;
-  FlagReader flags("bench events", args);
-  while (flags.Next()) {
-    absl::Status s;
-    const std::string& f = flags.flag();
-    auto take = [&](int64_t& out, int64_t min) {
-      absl::StatusOr<int64_t> v = flags.IntInRange(min, 100'000'000);
-      if (v.ok()) out = *v;
-      s = v.status();
-    };
-    if (f == "--help") {
-      std::fputs(kBenchEventsUsage, stdout);
-      return 0;
-    } else if (f == "--events") {
-      take(options.events, 1);
-    } else if (f == "--exec-events") {
-      take(options.exec_events, 1);
-    } else if (f == "--seed-events") {
-      take(options.seed_events, 1);
-    } else if (f == "--children-max") {
-      take(options.children_max, 1);
-    } else if (f == "--reorder-timeout") {
-      absl::StatusOr<absl::Duration> v = flags.Seconds();
-      if (v.ok()) options.reorder_timeout = *v;
-      s = v.status();
-    } else if (f == "--exec") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) options.program = *v;
-      s = v.status();
-    } else if (f == "--append-line") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) options.append_line = *v;
-      s = v.status();
-    } else if (f == "--cpu") {
-      int64_t cpu = 0;
-      take(cpu, 0);
-      options.cpu = static_cast<int>(cpu);
-    } else if (f == "--json") {
-      options.json = true;
-      s = flags.NoValue();
-    } else {
-      s = flags.Unknown();
-    }
-    if (!s.ok()) return ReportError("bench events", s);
-  }
+  FlagSet flags(
+      "bench events",
+      "usage: hotring bench events [options]\n"
+      "Events through a private daemon and its control socket, then settle:\n"
+      "  (a) no handler: the daemon's CPU time per event, fed by a sender that batches\n"
+      "      (sendmmsg x64), unpinned and with daemon and sender on one CPU; and fed by one\n"
+      "      blocking sendto per event (there the figure is mostly the kernel waking the sender\n"
+      "      the daemon's reads make room for, charged to the daemon)\n"
+      "  (b) --exec PROGRAM, against a serial baseline (one process: receive, posix_spawn, wait)\n"
+      "  and the seed's two runs: N events in order, and N behind a SEQNUM gap.");
+  constexpr int64_t kMost = 100'000'000;
+  flags.Int("--events", "N", &options.events, 1, kMost, "(a) events (default 100000)")
+      .Int("--exec-events", "N", &options.exec_events, 1, kMost,
+           "(b) events and the baseline's (default 2000)")
+      .Int("--seed-events", "N", &options.seed_events, 1, kMost,
+           "events of each seed run (default 100)")
+      .String("--exec", "PROGRAM", &options.program,
+              "handler of (b) and the seed runs (default /bin/true)")
+      .String("--append-line", "PATH", &options.append_line,
+              "instead, the cheapest handler: PATH is bazel-bin/hotplug/bench/append_line, "
+              "copied to a directory of its own; its lines counted")
+      .Int("--children-max", "N", &options.children_max, 1, kMost, "the daemon's --children-max")
+      .Seconds("--reorder-timeout", "S", &options.reorder_timeout,
+               "the gap run's --reorder-timeout (default 5)")
+      .Int("--cpu", "N", &options.cpu, 0, kMost, "the CPU of the pinned (a) figure (default 0)")
+      .Bool("--json", &options.json, "the figures as JSON");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   std::optional<AppendLineHandler> append_line;
   std::string label = options.program;
   if (!options.append_line.empty()) {

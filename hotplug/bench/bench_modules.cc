@@ -39,17 +39,6 @@ using modules::DefaultConfigPaths;
 using modules::KmodResolver;
 using modules::ModuleIndex;
 
-constexpr char kUsage[] =
-    "usage: hotring bench modules [--modules-dir DIR] [--runs N] [--sample N] [--kmod-sample N]\n"
-    "                             [--modprobe PATH] [--json]\n"
-    "  module index load time, resolution time per alias (this machine's MODALIAS strings and\n"
-    "  a sample of modules.alias), and the same aliases resolved by one `modprobe -R` each\n"
-    "  --modules-dir DIR  default /lib/modules/`uname -r`, else the newest tree with indexes\n"
-    "  --runs N           index loads and resolution passes (default 21; medians reported)\n"
-    "  --sample N         modules.alias patterns sampled evenly (default 2000)\n"
-    "  --kmod-sample N    of those, resolved by kmod too (default 200)\n"
-    "  --modprobe PATH    kmod's modprobe (default /usr/sbin/modprobe or /sbin/modprobe)\n";
-
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -161,37 +150,25 @@ int BenchModulesCommand(const std::vector<std::string>& args) {
   bool json = false;
   std::string modprobe =
       ::access("/usr/sbin/modprobe", X_OK) == 0 ? "/usr/sbin/modprobe" : "/sbin/modprobe";
-  FlagReader flags("bench modules", args);
-  auto parse = [&]() -> absl::Status {
-    while (flags.Next()) {
-      const std::string& f = flags.flag();
-      if (f == "--help") {
-        std::fputs(kUsage, stdout);
-        std::exit(0);
-      } else if (f == "--modules-dir") {
-        HOTRING_ASSIGN_OR_RETURN(dir, flags.String());
-      } else if (f == "--runs") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10000));
-        runs = static_cast<int>(n);
-      } else if (f == "--sample") {
-        HOTRING_ASSIGN_OR_RETURN(sample, flags.IntInRange(1, 10'000'000));
-      } else if (f == "--kmod-sample") {
-        HOTRING_ASSIGN_OR_RETURN(kmod_sample, flags.IntInRange(0, 10'000'000));
-      } else if (f == "--modprobe") {
-        HOTRING_ASSIGN_OR_RETURN(modprobe, flags.String());
-      } else if (f == "--json") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        json = true;
-      } else {
-        return flags.Unknown();
-      }
-    }
-    return absl::OkStatus();
-  };
-  if (const absl::Status parsed = parse(); !parsed.ok()) {
-    std::fprintf(stderr, "hotring %s\n", std::string(parsed.message()).c_str());
-    return 2;
-  }
+  FlagSet flags(
+      "bench modules",
+      "usage: hotring bench modules [--modules-dir DIR] [--runs N] [--sample N] [--kmod-sample N]\n"
+      "                             [--modprobe PATH] [--json]\n"
+      "  module index load time, resolution time per alias (this machine's MODALIAS strings and\n"
+      "  a sample of modules.alias), and the same aliases resolved by one `modprobe -R` each");
+  flags
+      .String("--modules-dir", "DIR", &dir,
+              "default /lib/modules/`uname -r`, else the newest tree with indexes")
+      .Int("--runs", "N", &runs, 1, 10000,
+           "index loads and resolution passes (default 21; medians reported)")
+      .Int("--sample", "N", &sample, 1, 10'000'000,
+           "modules.alias patterns sampled evenly (default 2000)")
+      .Int("--kmod-sample", "N", &kmod_sample, 0, 10'000'000,
+           "of those, resolved by kmod too (default 200)")
+      .String("--modprobe", "PATH", &modprobe,
+              "kmod's modprobe (default /usr/sbin/modprobe or /sbin/modprobe)")
+      .Bool("--json", &json, "the figures as JSON");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   if (dir.empty()) dir = DefaultTree();
   if (dir.empty()) {
     std::fprintf(stderr, "hotring bench modules: no /lib/modules tree with indexes\n");
