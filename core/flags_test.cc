@@ -191,5 +191,28 @@ TEST(FlagSetTest, ParseIntAndSecondsCheckRanges) {
   EXPECT_FALSE(FlagSet::ParseSeconds("-0.5").ok());
 }
 
+TEST(FlagSetTest, ParseForCommandGivesTheExitCode) {
+  Parsed p;
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  Declare(flags, p);
+  EXPECT_EQ(flags.ParseForCommand({"--json"}), std::nullopt);
+  EXPECT_TRUE(p.json);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(flags.ParseForCommand({"--children-max", "0"}), 2);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "hotring daemon: --children-max must be between 1 and 4096, got 0\n");
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(flags.ParseForCommand({"--help"}), 0);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), flags.Usage());
+}
+
+TEST(ReportErrorTest, NamesTheCommandOnceAndSaysTwoForBadArguments) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ReportError("send", absl::InvalidArgumentError("send: --env needs a value")), 2);
+  EXPECT_EQ(ReportError("send", absl::UnavailableError("no daemon")), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "hotring send: --env needs a value\nhotring send: no daemon\n");
+}
+
 }  // namespace
 }  // namespace hotring
