@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {

@@ -2,8 +2,8 @@
 // daemon`, gives it fd 3 as the write end of a pipe and reads the other end: a newline there
 // means it serves, end of file without one that it gave up. Used by the boot's init, by
 // `hotring replay` and by the test fixtures (testing/daemon_fixture.h).
-#ifndef HOTRING_HOTPLUG_DAEMON_CHILD_H_
-#define HOTRING_HOTPLUG_DAEMON_CHILD_H_
+#ifndef HOTRING_HOTPLUG_CLIENT_DAEMON_CHILD_H_
+#define HOTRING_HOTPLUG_CLIENT_DAEMON_CHILD_H_
 
 #include <sys/types.h>
 
@@ -78,4 +78,4 @@ class DaemonChild {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_DAEMON_CHILD_H_
+#endif  // HOTRING_HOTPLUG_CLIENT_DAEMON_CHILD_H_

@@ -1,4 +1,4 @@
-#include "hotplug/retry_schedule.h"
+#include "hotplug/client/retry_schedule.h"
 
 #include <algorithm>
 

@@ -5,8 +5,8 @@
 // be answered, so waiting a retransmit period for its reply only delays a daemon that is about
 // to appear: it is sent again after a short backoff (1 ms, doubling, capped). Only a datagram
 // the kernel queued for the daemon is followed by a wait for its reply.
-#ifndef HOTRING_HOTPLUG_RETRY_SCHEDULE_H_
-#define HOTRING_HOTPLUG_RETRY_SCHEDULE_H_
+#ifndef HOTRING_HOTPLUG_CLIENT_RETRY_SCHEDULE_H_
+#define HOTRING_HOTPLUG_CLIENT_RETRY_SCHEDULE_H_
 
 #include "absl/time/time.h"
 #include "core/clock.h"
@@ -62,4 +62,4 @@ class RetrySchedule {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_RETRY_SCHEDULE_H_
+#endif  // HOTRING_HOTPLUG_CLIENT_RETRY_SCHEDULE_H_

@@ -1,8 +1,8 @@
 // ControlClient: the tools' end of the daemon's control socket (send, settle, control,
 // monitor). An autobound datagram socket that sends to the daemon's name and accepts a reply
 // only from that name and from uid 0 or our own uid, so no other local process can forge one.
-#ifndef HOTRING_HOTPLUG_CLIENT_H_
-#define HOTRING_HOTPLUG_CLIENT_H_
+#ifndef HOTRING_HOTPLUG_CLIENT_CLIENT_H_
+#define HOTRING_HOTPLUG_CLIENT_CLIENT_H_
 
 #include <cstdint>
 #include <string>
@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "core/task.h"
 #include "core/unique_fd.h"
-#include "hotplug/retry_schedule.h"
+#include "hotplug/client/retry_schedule.h"
 #include "hotplug/wire.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -88,4 +88,4 @@ absl::StatusOr<std::vector<std::string>> SettleForDevices(
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_CLIENT_H_
+#endif  // HOTRING_HOTPLUG_CLIENT_CLIENT_H_

@@ -1,6 +1,6 @@
 // DaemonChild against small shell scripts standing in for the daemon: the ready newline on
 // fd 3, giving up, never answering, and the redirected stderr.
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>

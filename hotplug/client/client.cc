@@ -1,4 +1,4 @@
-#include "hotplug/client.h"
+#include "hotplug/client/client.h"
 
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/status.h"
-#include "hotplug/retry_schedule.h"
+#include "hotplug/client/retry_schedule.h"
 #include "io/ops.h"
 #include "io/socket.h"
 

@@ -1,4 +1,4 @@
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 
 #include <fcntl.h>
 #include <poll.h>
