@@ -1,4 +1,4 @@
-#include "hotplug/trigger_needed.h"
+#include "hotplug/coldplug/trigger_needed.h"
 
 #include <utility>
 

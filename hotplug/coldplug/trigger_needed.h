@@ -10,8 +10,8 @@
 //
 // Pure: the decisions take the device's uevent (as ReadUeventFile gives it), the rule set, a
 // module resolver and the set of loaded module names, and do no I/O of their own.
-#ifndef HOTRING_HOTPLUG_TRIGGER_NEEDED_H_
-#define HOTRING_HOTPLUG_TRIGGER_NEEDED_H_
+#ifndef HOTRING_HOTPLUG_COLDPLUG_TRIGGER_NEEDED_H_
+#define HOTRING_HOTPLUG_COLDPLUG_TRIGGER_NEEDED_H_
 
 #include <cstddef>
 #include <string>
@@ -67,4 +67,4 @@ struct NeededDevice {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_TRIGGER_NEEDED_H_
+#endif  // HOTRING_HOTPLUG_COLDPLUG_TRIGGER_NEEDED_H_

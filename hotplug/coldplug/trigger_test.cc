@@ -1,4 +1,4 @@
-#include "hotplug/trigger.h"
+#include "hotplug/coldplug/trigger.h"
 
 #include <fcntl.h>
 #include <sys/inotify.h>

@@ -1,4 +1,4 @@
-#include "hotplug/trigger.h"
+#include "hotplug/coldplug/trigger.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 #include "hotplug/modules/module_index.h"
 #include "hotplug/rules/rule_set.h"
 #include "hotplug/rules/user_db.h"
-#include "hotplug/trigger_needed.h"
+#include "hotplug/coldplug/trigger_needed.h"
 
 namespace hotring::hotplug {
 namespace {

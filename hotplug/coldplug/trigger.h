@@ -29,8 +29,8 @@
 // Exit code: 0 when every write succeeded (and, with --settle, the daemon settled); 1 when a
 // write failed, sysfs could not be walked, or settling failed or timed out; 2 for bad
 // arguments (nothing is written).
-#ifndef HOTRING_HOTPLUG_TRIGGER_H_
-#define HOTRING_HOTPLUG_TRIGGER_H_
+#ifndef HOTRING_HOTPLUG_COLDPLUG_TRIGGER_H_
+#define HOTRING_HOTPLUG_COLDPLUG_TRIGGER_H_
 
 #include <cstddef>
 #include <cstdio>
@@ -139,4 +139,4 @@ int RunTrigger(const std::vector<std::string>& args, const TriggerEnvironment& e
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_TRIGGER_H_
+#endif  // HOTRING_HOTPLUG_COLDPLUG_TRIGGER_H_
