@@ -22,7 +22,7 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/bench_daemon.h"
+#include "hotplug/bench/bench_daemon.h"
 #include "hotplug/wire.h"
 #include "io/socket.h"
 

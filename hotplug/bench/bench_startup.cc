@@ -26,7 +26,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/client.h"
+#include "hotplug/client/client.h"
 #include "hotplug/wire.h"
 
 extern char** environ;

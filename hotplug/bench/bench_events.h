@@ -1,7 +1,7 @@
 // `hotring bench events`: the event pipeline measured through the real daemon and socket, next
 // to a plain serial baseline (receive a datagram, posix_spawn + wait /bin/true, repeat).
-#ifndef HOTRING_HOTPLUG_BENCH_EVENTS_H_
-#define HOTRING_HOTPLUG_BENCH_EVENTS_H_
+#ifndef HOTRING_HOTPLUG_BENCH_BENCH_EVENTS_H_
+#define HOTRING_HOTPLUG_BENCH_BENCH_EVENTS_H_
 
 #include <string>
 #include <vector>
@@ -13,4 +13,4 @@ int BenchEventsCommand(const std::vector<std::string>& args);
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_BENCH_EVENTS_H_
+#endif  // HOTRING_HOTPLUG_BENCH_BENCH_EVENTS_H_

@@ -1,11 +1,15 @@
-#include "io/reactor_bench.h"
+#include "hotplug/bench/reactor_bench.h"
 
 #include <sys/socket.h>
+
+#include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/clock.h"
+#include "core/flags.h"
 #include "core/status.h"
 #include "core/task.h"
 #include "core/task_scope.h"
@@ -13,8 +17,16 @@
 #include "io/reactor.h"
 #include "io/socket.h"
 
-namespace hotring::io {
+namespace hotring::hotplug::bench {
 namespace {
+
+using io::Buffer;
+using io::BufferResult;
+using io::Nop;
+using io::Reactor;
+using io::Recv;
+using io::Send;
+using io::UnixSocketPair;
 
 Task<absl::Status> NopLoop(Reactor& reactor, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) {
@@ -124,4 +136,22 @@ std::string FormatBenchFigures(const std::vector<BenchFigure>& figures, bool jso
   return absl::StrCat(absl::StrJoin(parts, "\n"), "\n");
 }
 
-}  // namespace hotring::io
+int BenchReactorCommand(const std::vector<std::string>& args) {
+  bool json = false;
+  ReactorBenchOptions options;
+  FlagSet flags("bench reactor",
+                "usage: hotring bench reactor [--nops N] [--pingpongs N] [--json]");
+  flags
+      .Int("--nops", "N", &options.nops, 1, 1'000'000'000,
+           "NOP round trips through the ring, one at a time and batched (default 2,000,000)")
+      .Int("--pingpongs", "N", &options.pingpongs, 1, 1'000'000'000,
+           "socketpair ping-pongs between two tasks on one reactor (default 200,000)")
+      .Bool("--json", &json, "the figures as JSON");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  absl::StatusOr<std::vector<BenchFigure>> figures = RunReactorBench(options);
+  if (!figures.ok()) return ReportError("bench reactor", figures.status());
+  std::fputs(FormatBenchFigures(*figures, json).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace hotring::hotplug::bench

@@ -2,7 +2,7 @@
 // the kernel's part (one uevent per write, the SEQNUM counter) is played by injecting uevents
 // in a private network namespace. Asserts that every write, uevent and handler run is accounted
 // for in every phase; speed is the bench's business, not this test's.
-#include "hotplug/bench_coldplug.h"
+#include "hotplug/bench/bench_coldplug.h"
 
 #include <sys/stat.h>
 

@@ -1,8 +1,8 @@
 // What the hotplug benchmarks (`bench events`, `bench coldplug`) share: a `hotring daemon`
 // child on a private abstract socket that they measure through, and the numbers they read
 // about it from /proc.
-#ifndef HOTRING_HOTPLUG_BENCH_DAEMON_H_
-#define HOTRING_HOTPLUG_BENCH_DAEMON_H_
+#ifndef HOTRING_HOTPLUG_BENCH_BENCH_DAEMON_H_
+#define HOTRING_HOTPLUG_BENCH_BENCH_DAEMON_H_
 
 #include <sys/types.h>
 
@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/unique_fd.h"
-#include "hotplug/client.h"
+#include "hotplug/client/client.h"
 #include "io/reactor.h"
 
 namespace hotring::hotplug {
@@ -112,4 +112,4 @@ class AppendLineHandler {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_BENCH_DAEMON_H_
+#endif  // HOTRING_HOTPLUG_BENCH_BENCH_DAEMON_H_

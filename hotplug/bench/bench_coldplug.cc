@@ -1,4 +1,4 @@
-#include "hotplug/bench_coldplug.h"
+#include "hotplug/bench/bench_coldplug.h"
 
 #include <linux/magic.h>
 #include <poll.h>
@@ -29,7 +29,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/bench_daemon.h"
+#include "hotplug/bench/bench_daemon.h"
 #include "hotplug/sysfs.h"
 #include "io/netlink.h"
 

@@ -1,4 +1,4 @@
-#include "hotplug/bench_daemon.h"
+#include "hotplug/bench/bench_daemon.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -25,7 +25,7 @@
 #include "absl/strings/strip.h"
 #include "core/clock.h"
 #include "core/status.h"
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {

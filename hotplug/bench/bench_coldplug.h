@@ -27,8 +27,8 @@
 // it starts. The kernel's SEQNUM is global across network namespaces, so a namespace created
 // elsewhere during a run leaves a gap this daemon never sees filled, and the daemon waits
 // `--reorder-timeout` (5 s) for it; such runs are counted (`gap_runs`), not hidden.
-#ifndef HOTRING_HOTPLUG_BENCH_COLDPLUG_H_
-#define HOTRING_HOTPLUG_BENCH_COLDPLUG_H_
+#ifndef HOTRING_HOTPLUG_BENCH_BENCH_COLDPLUG_H_
+#define HOTRING_HOTPLUG_BENCH_BENCH_COLDPLUG_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hotplug/trigger.h"
+#include "hotplug/coldplug/trigger.h"
 
 namespace hotring::hotplug {
 
@@ -139,4 +139,4 @@ int BenchColdplugCommand(const std::vector<std::string>& args);
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_BENCH_COLDPLUG_H_
+#endif  // HOTRING_HOTPLUG_BENCH_BENCH_COLDPLUG_H_

@@ -1,4 +1,4 @@
-#include "hotplug/bench_events.h"
+#include "hotplug/bench/bench_events.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -24,8 +24,8 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/bench_daemon.h"
-#include "hotplug/client.h"
+#include "hotplug/bench/bench_daemon.h"
+#include "hotplug/client/client.h"
 #include "hotplug/wire.h"
 #include "io/netlink.h"
 #include "io/socket.h"

@@ -1,6 +1,6 @@
 // `hotring bench reactor`: the reactor's own costs, measured on the machine it runs on.
-#ifndef HOTRING_IO_REACTOR_BENCH_H_
-#define HOTRING_IO_REACTOR_BENCH_H_
+#ifndef HOTRING_HOTPLUG_BENCH_REACTOR_BENCH_H_
+#define HOTRING_HOTPLUG_BENCH_REACTOR_BENCH_H_
 
 #include <cstdint>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace hotring::io {
+namespace hotring::hotplug::bench {
 
 // One measured figure.
 struct BenchFigure {
@@ -31,6 +31,9 @@ absl::StatusOr<std::vector<BenchFigure>> RunReactorBench(const ReactorBenchOptio
 // Prints figures as text lines or as one JSON object.
 std::string FormatBenchFigures(const std::vector<BenchFigure>& figures, bool json);
 
-}  // namespace hotring::io
+// `hotring bench reactor ARGS`: parses, runs, prints; returns the exit code.
+int BenchReactorCommand(const std::vector<std::string>& args);
 
-#endif  // HOTRING_IO_REACTOR_BENCH_H_
+}  // namespace hotring::hotplug::bench
+
+#endif  // HOTRING_HOTPLUG_BENCH_REACTOR_BENCH_H_

@@ -1,5 +1,5 @@
 // Measures rule matching and planning per event against a 40-line mdev.conf typical of a
-// board: `bazel run -c opt //hotplug/rules:plan_bench`. The goal is <= 2 us per event.
+// board: `bazel run -c opt //hotplug/bench:plan_bench`. The goal is <= 2 us per event.
 #include <time.h>
 
 #include <cstdio>
