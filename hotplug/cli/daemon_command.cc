@@ -1,5 +1,4 @@
-#include "hotplug/cli.h"
-
+// `hotring daemon`: its flags, the handler chain they ask for, readiness, then the daemon.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,28 +7,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/bench/bench_memory.h"
-#include "hotplug/bench/bench_modules.h"
-#include "hotplug/bench/bench_rules.h"
-#include "hotplug/bench/bench_startup.h"
-#include "hotplug/bench_coldplug.h"
-#include "hotplug/bench_events.h"
-#include "hotplug/client.h"
-#include "hotplug/commands.h"
+#include "hotplug/cli/commands.h"
 #include "hotplug/daemon.h"
 #include "hotplug/handler.h"
 #include "hotplug/modules/modules_handler.h"
 #include "hotplug/readiness.h"
-#include "hotplug/replay/replay_command.h"
 #include "hotplug/rules/rules_handler.h"
-#include "hotplug/trigger.h"
 #include "hotplug/udevcompat/monitor.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
 
@@ -229,76 +217,6 @@ int DaemonCommand(const std::vector<std::string>& args) {
   const absl::Status run = (*daemon)->Run();
   if (!run.ok()) return ReportError("daemon", run);
   return 0;
-}
-
-namespace {
-
-int TriggerCommand(const std::vector<std::string>& args) {
-  TriggerEnvironment env;
-  env.settle = [](const std::string& given, absl::Duration timeout) {
-    // --socket names the daemon that --settle waits for.
-    const std::string socket = given.empty() ? std::string(kDefaultSocket) : given;
-    absl::Status settled = Settle(socket, timeout);
-    if (absl::IsDeadlineExceeded(settled)) {
-      std::fprintf(stderr, "hotring trigger: still pending after %s:\n",
-                   absl::FormatDuration(timeout).c_str());
-      (void)PrintPending(socket, stderr);
-    }
-    return settled;
-  };
-  return RunTrigger(args, env);
-}
-
-struct Command {
-  absl::string_view name;
-  int (*run)(const std::vector<std::string>& args);
-};
-
-constexpr Command kCommands[] = {
-    {"daemon", DaemonCommand},         {"send", SendCommand},
-    {"settle", SettleCommand},         {"control", ControlCommandMain},
-    {"monitor", MonitorCommand},       {"trigger", TriggerCommand},
-    {"report", ReportCommand},
-    {"record", replay::RecordCommand}, {"replay", replay::ReplayCommand},
-};
-
-}  // namespace
-
-bool IsHotplugCommand(const std::string& command) {
-  for (const Command& c : kCommands) {
-    if (c.name == command) return true;
-  }
-  return false;
-}
-
-int RunHotplugCommand(const std::string& command, const std::vector<std::string>& args) {
-  for (const Command& c : kCommands) {
-    if (c.name == command) return c.run(args);
-  }
-  std::fprintf(stderr, "hotring: unknown command '%s'\n", command.c_str());
-  return 2;
-}
-
-bool IsHotplugBench(const std::string& name) {
-  return name == "events" || name == "coldplug" || name == "startup" || name == "rules" ||
-         name == "modules" || name == "memory";
-}
-
-int RunHotplugBench(const std::string& name, const std::vector<std::string>& args) {
-  if (name == "events") return BenchEventsCommand(args);
-  if (name == "coldplug") return BenchColdplugCommand(args);
-  if (name == "startup") return BenchStartupCommand(args);
-  if (name == "rules") return bench::BenchRulesCommand(args);
-  if (name == "modules") return bench::BenchModulesCommand(args);
-  if (name == "memory") return bench::BenchMemoryCommand(args);
-  std::fprintf(stderr, "hotring: bench '%s' is not available in this build\n", name.c_str());
-  return 2;
-}
-
-int RunAsUeventHelper(const std::vector<std::string>& args) {
-  std::vector<std::string> send_args = {"--autostart"};
-  send_args.insert(send_args.end(), args.begin(), args.end());
-  return SendCommand(send_args);
 }
 
 }  // namespace hotring::hotplug

@@ -20,9 +20,9 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/client.h"
-#include "hotplug/commands.h"
-#include "hotplug/retry_schedule.h"
+#include "hotplug/client/client.h"
+#include "hotplug/cli/commands.h"
+#include "hotplug/client/retry_schedule.h"
 #include "hotplug/wire.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -269,6 +269,12 @@ int SendCommand(const std::vector<std::string>& args) {
   absl::StatusOr<int> code = (*reactor)->BlockOn(Send(**reactor, *client, options, *event));
   if (!code.ok()) return ReportError("send", code.status());
   return *code;
+}
+
+int UeventHelperCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> send_args = {"--autostart"};
+  send_args.insert(send_args.end(), args.begin(), args.end());
+  return SendCommand(send_args);
 }
 
 }  // namespace hotring::hotplug
