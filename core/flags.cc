@@ -48,10 +48,7 @@ FlagSet& FlagSet::Add(Flag flag) {
 }
 
 FlagSet& FlagSet::Bool(absl::string_view names, bool* dest, absl::string_view help) {
-  return Switch(names, help, [dest] {
-    *dest = true;
-    return absl::OkStatus();
-  });
+  return Store(names, dest, true, help);
 }
 
 FlagSet& FlagSet::Switch(absl::string_view names, absl::string_view help,

@@ -49,6 +49,14 @@ class FlagSet {
 
   // A switch: sets *dest to true.
   FlagSet& Bool(absl::string_view names, bool* dest, absl::string_view help);
+  // A switch that stores `value` in *dest: --no-netlink (false), --sync/--async (an enum).
+  template <typename T>
+  FlagSet& Store(absl::string_view names, T* dest, T value, absl::string_view help) {
+    return Switch(names, help, [dest, value] {
+      *dest = value;
+      return absl::OkStatus();
+    });
+  }
   // A switch that runs `action` each time it is given (counting -v, setting several fields).
   FlagSet& Switch(absl::string_view names, absl::string_view help,
                   std::function<absl::Status()> action);

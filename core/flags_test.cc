@@ -191,6 +191,22 @@ TEST(FlagSetTest, ParseIntAndSecondsCheckRanges) {
   EXPECT_FALSE(FlagSet::ParseSeconds("-0.5").ok());
 }
 
+TEST(FlagSetTest, StoreSetsAValueOfAnyType) {
+  enum class Mode { kSync, kAsync };
+  Mode mode = Mode::kSync;
+  bool netlink = true;
+  FlagSet flags("bench uds", "usage: hotring bench uds");
+  flags.Store("--sync", &mode, Mode::kSync, "")
+      .Store("--async", &mode, Mode::kAsync, "")
+      .Store("--no-netlink", &netlink, false, "");
+  ASSERT_EQ(*flags.Parse({"--async", "--no-netlink"}), FlagsParsed::kRun);
+  EXPECT_EQ(mode, Mode::kAsync);
+  EXPECT_FALSE(netlink);
+  ASSERT_EQ(*flags.Parse({"--sync"}), FlagsParsed::kRun);  // the last one given wins
+  EXPECT_EQ(mode, Mode::kSync);
+  EXPECT_FALSE(flags.Parse({"--async=1"}).ok());
+}
+
 TEST(FlagSetTest, ParseForCommandGivesTheExitCode) {
   Parsed p;
   FlagSet flags("daemon", "usage: hotring daemon [options]");

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <optional>
 
@@ -58,15 +57,6 @@ std::optional<int> ParseBenchFlags(const FlagSet& flags, const std::vector<std::
 
 constexpr int64_t kLastCpu = CPU_SETSIZE - 1;
 
-// A switch that stores `value` in *dest (--sync/--async, --connected/--unconnected).
-template <typename T>
-std::function<absl::Status()> Set(T* dest, T value) {
-  return [dest, value] {
-    *dest = value;
-    return absl::OkStatus();
-  };
-}
-
 absl::Status ParseMode(absl::string_view text, UdsMode* mode) {
   HOTRING_ASSIGN_OR_RETURN(*mode, ParseUdsMode(text));
   return absl::OkStatus();
@@ -110,7 +100,7 @@ int BenchSysvCommand(const std::vector<std::string>& args) {
                options.duration = absl::Seconds(s);
                return absl::OkStatus();
              })
-      .Switch("--no-pin", "leave the threads unpinned", Set(&options.pin, false))
+      .Store("--no-pin", &options.pin, false, "leave the threads unpinned")
       .Bool("--json", &json, "the result as JSON");
   if (std::optional<int> exit = ParseBenchFlags(flags, args)) return *exit;
   absl::StatusOr<Runtime> runtime = MakeRuntime();
@@ -141,8 +131,8 @@ int BenchUdsCommand(const std::vector<std::string>& args) {
   flags
       .Value("--mode", "single|relay", "one client (echo) or two (relay between them)",
              [&options](absl::string_view v) { return ParseMode(v, &options.mode); })
-      .Switch("--sync", "each call waits for its reply", Set(&options.client.calls, UdsCalls::kSync))
-      .Switch("--async", "calls are pipelined", Set(&options.client.calls, UdsCalls::kAsync))
+      .Store("--sync", &options.client.calls, UdsCalls::kSync, "each call waits for its reply")
+      .Store("--async", &options.client.calls, UdsCalls::kAsync, "calls are pipelined")
       .Int("--size", "B", &options.client.size, 1, INT64_MAX, "message size")
       .Int("--loops", "N", &options.client.loops, 1, INT64_MAX, "round trips")
       .Int("--server-cpu", "N", &options.server_cpu, 0, kLastCpu, "pin the server")
@@ -265,8 +255,8 @@ int BenchUdsClientCommand(const std::vector<std::string>& args) {
       "                                [--cpu N] [--verify] [--ready-fd FD] [--json]\n"
       "  Connects to a uds-server (or the seed server) and calls (first client) or echoes\n"
       "  (second client in relay mode). --ready-fd: write one byte there once connected.");
-  flags.Switch("--sync", "each call waits for its reply", Set(&options.calls, UdsCalls::kSync))
-      .Switch("--async", "calls are pipelined", Set(&options.calls, UdsCalls::kAsync))
+  flags.Store("--sync", &options.calls, UdsCalls::kSync, "each call waits for its reply")
+      .Store("--async", &options.calls, UdsCalls::kAsync, "calls are pipelined")
       .Int("--size", "B", &options.size, 1, INT64_MAX, "message size")
       .Int("--loops", "N", &options.loops, 1, INT64_MAX, "round trips")
       .String("--socket", "NAME", &socket, "the server's socket")
@@ -323,9 +313,8 @@ int BenchDgramFaninCommand(const std::vector<std::string>& args) {
       "  A waiter watches N datagram sockets (default 800, connected) while a forked\n"
       "  exchanger does M (default 20000) exchanges; times io_uring and select() waits.");
   flags.Int("--clients", "N", &options.clients, 1, 100000, "datagram sockets watched")
-      .Switch("--connected", "each client socket connected to the waiter's",
-              Set(&options.connected, true))
-      .Switch("--unconnected", "client sockets not connected", Set(&options.connected, false))
+      .Store("--connected", &options.connected, true, "each client socket connected to the waiter's")
+      .Store("--unconnected", &options.connected, false, "client sockets not connected")
       .Int("--messages", "M", &options.messages, 1, INT64_MAX, "exchanges")
       .Value("--waiter", "uring|select|both", "which waits to time (default both)",
              [&options](absl::string_view waiter) {

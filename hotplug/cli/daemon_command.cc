@@ -35,13 +35,6 @@ int DaemonCommand(const std::vector<std::string>& args) {
   rules::RulesHandler::Options rules_options;
   bool udev_compat = false;
   udevcompat::UdevCompatHandler::Options udev_options;
-  // Flags that set an integer of another type, or more than one field.
-  auto set = [](auto* dest, auto value) {
-    return [dest, value] {
-      *dest = value;
-      return absl::OkStatus();
-    };
-  };
   FlagSet flags("daemon", "usage: hotring daemon [options]");
   flags
       .String("--socket", "PATH|@NAME", &options.socket,
@@ -60,10 +53,9 @@ int DaemonCommand(const std::vector<std::string>& args) {
                rules_enabled = true;
                return absl::OkStatus();
              })
-      .Switch("--dev-root-placeholders",
-              "a regular file saying which node it stands for instead of each device node: no "
-              "mknod, no privilege (replay uses it)",
-              set(&rules_options.nodes, rules::DevNodes::kPlaceholders))
+      .Store("--dev-root-placeholders", &rules_options.nodes, rules::DevNodes::kPlaceholders,
+             "a regular file saying which node it stands for instead of each device node: no "
+             "mknod, no privilege (replay uses it)")
       .String("--firmware-root", "DIR", &rules_options.firmware_root,
               "firmware for FIRMWARE events (default /lib/firmware)")
       .String("--users-root", "DIR", &rules_options.users_root,
@@ -90,7 +82,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
            "first SEQNUM expected")
       .String("--seqnum-file", "PATH", &options.seqnum_file,
               "default /sys/kernel/uevent_seqnum ('' to ignore)")
-      .Switch("--no-netlink", "do not listen to kernel uevents", set(&options.netlink, false))
+      .Store("--no-netlink", &options.netlink, false, "do not listen to kernel uevents")
       .Int("--netlink-rcvbuf", "BYTES", &options.netlink_rcvbuf, 4096, INT32_MAX / 2,
            "netlink receive buffer (default 128 MiB)")
       .Value("--netlink-fd", "N",
@@ -130,7 +122,7 @@ int DaemonCommand(const std::vector<std::string>& args) {
                }
                return absl::OkStatus();
              })
-      .Switch("--log-kmsg", "log to /dev/kmsg (initramfs)", set(&sink, LogSink::kKmsg))
+      .Store("--log-kmsg", &sink, LogSink::kKmsg, "log to /dev/kmsg (initramfs)")
       .Int("--ready-fd", "N", &ready_fd, 0, INT32_MAX,
            "write a newline to fd N and close it once serving")
       .Bool("--daemonize|--daemon|-d", &daemonize,

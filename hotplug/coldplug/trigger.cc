@@ -160,12 +160,6 @@ std::function<absl::Status(absl::string_view)> NonEmpty(
 // udevadm trigger's options (and short forms), in the order the usage lists them.
 void DeclareTriggerFlags(FlagSet& flags, TriggerArgs& a) {
   TriggerOptions& o = a.options;
-  auto on = [](bool* dest) {
-    return [dest] {
-      *dest = true;
-      return absl::OkStatus();
-    };
-  };
   auto append = [](std::vector<std::string>* dest) {
     return NonEmpty([dest](const std::string& v) {
       dest->push_back(v);
@@ -249,10 +243,9 @@ void DeclareTriggerFlags(FlagSet& flags, TriggerArgs& a) {
                o.socket = v;
                return absl::OkStatus();
              }))
-      .Switch("--needed",
-              "replay `add` only for devices that mdev.conf rules act on or whose MODALIAS "
-              "module is not loaded, and their parents (devices only); with -n: print why",
-              on(&o.needed))
+      .Bool("--needed", &o.needed,
+            "replay `add` only for devices that mdev.conf rules act on or whose MODALIAS module "
+            "is not loaded, and their parents (devices only); with -n: print why")
       .Value("--config", "FILE",
              "with --needed: the rules (default /etc/mdev.conf, then FILE.d/*.conf; missing: "
              "busybox's default)",

@@ -47,11 +47,7 @@ size_t DefaultThreads() {
 
 void AddModulesFlags(FlagSet& flags, ModulesOptions& options) {
   flags.Text("modules (MODALIAS of add events; on by default):")
-      .Switch("--no-modules", "do not load kernel modules",
-              [&options] {
-                options.enabled = false;
-                return absl::OkStatus();
-              })
+      .Store("--no-modules", &options.enabled, false, "do not load kernel modules")
       .Value("--modules-root", "DIR", "modules and modprobe.d under DIR (default /)",
              [&options](absl::string_view v) {
                options.root = v == "/" ? "" : std::string(v);
@@ -69,16 +65,12 @@ void AddModulesFlags(FlagSet& flags, ModulesOptions& options) {
             "load one module at a time (also hotring.modules_serial on the kernel command line)")
       .Text("  (hotring.modules_threads=N on the kernel command line: N loads at once; default")
       .Text("   2 x CPUs, at least 4, at most 16)")
-      .Switch("--no-controllers-first",
-              "load drivers in the order their devices came; by default the drivers of USB and "
-              "SD host controllers go first, at a higher CPU priority, since the devices behind "
-              "them are enumerated only after them (also hotring.controllers_first=0 on the "
-              "kernel command line; hotring.controllers_nice=N sets their nice value, default "
-              "-10, 0 for order alone)",
-              [&options] {
-                options.controllers_first = false;
-                return absl::OkStatus();
-              })
+      .Store("--no-controllers-first", &options.controllers_first, false,
+             "load drivers in the order their devices came; by default the drivers of USB and "
+             "SD host controllers go first, at a higher CPU priority, since the devices behind "
+             "them are enumerated only after them (also hotring.controllers_first=0 on the "
+             "kernel command line; hotring.controllers_nice=N sets their nice value, default "
+             "-10, 0 for order alone)")
       .Value("--kernel-cmdline", "TEXT",
              "read TEXT instead of /proc/cmdline (tests, image building)",
              [&options](absl::string_view v) {
