@@ -38,6 +38,9 @@ struct Event {
   }
 };
 
+// "SEQNUM=12 ACTION=add DEVPATH=/devices/x" (SEQNUM omitted when absent): how logs name events.
+[[nodiscard]] std::string EventLabel(const Event& event);
+
 }  // namespace hotring::hotplug
 
 #endif  // HOTRING_HOTPLUG_EVENT_H_

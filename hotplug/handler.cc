@@ -10,14 +10,6 @@
 
 namespace hotring::hotplug {
 
-std::string EventLabel(const Event& event) {
-  if (event.seqnum.has_value()) {
-    return absl::StrCat("SEQNUM=", *event.seqnum, " ACTION=", event.action,
-                        " DEVPATH=", event.devpath);
-  }
-  return absl::StrCat("ACTION=", event.action, " DEVPATH=", event.devpath);
-}
-
 Task<HandlerResult> HandlerChain::Handle(io::Reactor& reactor, const Event& event) {
   HandlerResult last;
   for (const std::unique_ptr<Handler>& link : links_) {

@@ -128,9 +128,6 @@ class ExecHandler final : public Handler {
   absl::flat_hash_map<const Event*, pid_t> running_;
 };
 
-// "SEQNUM=12 ACTION=add DEVPATH=/devices/x" (SEQNUM omitted when absent): how logs name events.
-[[nodiscard]] std::string EventLabel(const Event& event);
-
 }  // namespace hotring::hotplug
 
 #endif  // HOTRING_HOTPLUG_HANDLER_H_

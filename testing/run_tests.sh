@@ -43,7 +43,7 @@ cd ../..
 # closing line. Opt-in, since each takes minutes of TCG: ARM_ARCHES="aarch64 armhf" runs the
 # same tests on 32-bit ARM too (qemu-system-arm), and ARM_BOOT=1 the boot test on aarch64
 # (run_arm_tests.sh --boot: hotring as /init of an initramfs on qemu's virt machine).
-ARM_TEST_TARGETS=${ARM_TEST_TARGETS:-"//core/... //io/... //hotplug:reorderer_test //hotplug:scheduler_test //hotplug:event_parser_test //hotplug:wire_test //hotplug:daemon_test //hotplug:fs_probe_test //hotplug:handler_test //hotplug/rules:engine_test"}
+ARM_TEST_TARGETS=${ARM_TEST_TARGETS:-"//core/... //io/... //hotplug:reorderer_test //hotplug:scheduler_test //hotplug:event_parser_test //hotplug:wire_test //hotplug/daemon:daemon_test //hotplug/probe:fs_probe_test //hotplug:handler_test //hotplug/rules:engine_test"}
 if [ "${ARM_TESTS:-1}" != 0 ]; then
   for arm_arch in ${ARM_ARCHES:-aarch64}; do
     arm_log=$(mktemp)

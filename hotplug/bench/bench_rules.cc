@@ -28,7 +28,7 @@
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/mdev_scan.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug::bench {
 namespace {
@@ -110,7 +110,7 @@ struct StoredDevice {
 };
 
 absl::Status MeasureMatching(const std::string& root, int rounds, RulesBenchReport& report) {
-  HOTRING_ASSIGN_OR_RETURN(rules::UserDb users, rules::UserDb::Load(root));
+  HOTRING_ASSIGN_OR_RETURN(devroot::UserDb users, devroot::UserDb::Load(root));
   HOTRING_ASSIGN_OR_RETURN(rules::RuleSet rule_set,
                            rules::LoadRules({.file = absl::StrCat(root, "/etc/mdev.conf")}, users));
   report.rules = rule_set.rules().size();

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "hotplug/rules/mdev_scan.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug::bench {
 namespace {
@@ -65,7 +65,7 @@ TEST_F(BoardTest, TheBoardHasTheAskedDevicesAndMdevFindsEveryNode) {
 
 TEST_F(BoardTest, TheBoardConfigIsFortyRulesThatAllParse) {
   ASSERT_TRUE(GenerateBoardTree(root_, 100).ok());
-  absl::StatusOr<rules::UserDb> users = rules::UserDb::Load(root_);
+  absl::StatusOr<devroot::UserDb> users = devroot::UserDb::Load(root_);
   ASSERT_TRUE(users.ok()) << users.status();
   absl::StatusOr<rules::RuleSet> rule_set =
       rules::LoadRules({.file = root_ + "/etc/mdev.conf"}, *users);

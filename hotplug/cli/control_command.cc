@@ -18,7 +18,7 @@
 #include "hotplug/client/client.h"
 #include "hotplug/cli/commands.h"
 #include "hotplug/event_parser.h"
-#include "hotplug/handled_devices.h"
+#include "hotplug/daemon/handled_devices.h"
 #include "hotplug/wire.h"
 #include "io/buffer_ring.h"
 #include "io/multishot.h"

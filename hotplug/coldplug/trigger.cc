@@ -31,8 +31,8 @@
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/rules/user_db.h"
 #include "hotplug/coldplug/trigger_needed.h"
+#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -360,7 +360,7 @@ struct NeededContext {
 // before anything is written.
 absl::StatusOr<NeededContext> LoadNeededContext(const TriggerOptions& options) {
   NeededContext context;
-  absl::StatusOr<rules::UserDb> users = rules::UserDb::Load("/");
+  absl::StatusOr<devroot::UserDb> users = devroot::UserDb::Load("/");
   if (!users.ok()) return users.status();
   absl::StatusOr<rules::RuleSet> rules = rules::LoadRules({.file = options.config}, *users);
   if (!rules.ok()) return rules.status();

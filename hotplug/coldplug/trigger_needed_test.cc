@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -31,7 +31,7 @@ class TableResolver final : public modules::Resolver {
 rules::RuleSet Rules(absl::string_view text) {
   absl::StatusOr<rules::RuleSet> rules = rules::ParseRules(
       text, "mdev.conf",
-      rules::UserDb::FromText("root:x:0:0::/:/bin/sh\n", "root:x:0:\ndisk:x:6:\ntty:x:5:\n"));
+      devroot::UserDb::FromText("root:x:0:0::/:/bin/sh\n", "root:x:0:\ndisk:x:6:\ntty:x:5:\n"));
   EXPECT_TRUE(rules.ok()) << rules.status();
   return rules.ok() ? std::move(*rules) : rules::RuleSet();
 }

@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/rules/node_placeholder.h"
+#include "hotplug/devroot/node_placeholder.h"
 #include "hotplug/sysfs.h"
 
 namespace hotring::hotplug::replay {
@@ -340,7 +340,7 @@ absl::StatusOr<std::vector<DevEntry>> ListDevRoot(const std::string& root, ListO
       struct stat st {};
       if (::lstat(full.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("lstat(", full, ")"));
       // A placeholder's owner is the planned one, never ours: only lstat's ids are ours.
-      if (!rules::StatAsNode(::dirfd(dir.get()), entry->d_name, st)) {
+      if (!devroot::StatAsNode(::dirfd(dir.get()), entry->d_name, st)) {
         if (st.st_uid == self.uid) st.st_uid = 0;
         if (st.st_gid == self.gid) st.st_gid = 0;
       }

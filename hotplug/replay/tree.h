@@ -73,7 +73,7 @@ struct ListOwner {
 };
 
 // Every entry under `root` (not `root` itself), lstat'ed, at most 100,000 entries and 32 levels.
-// A node placeholder (hotplug/rules/node_placeholder.h) is listed as the node it stands for.
+// A node placeholder (hotplug/devroot/node_placeholder.h) is listed as the node it stands for.
 // An owner id equal to `self`'s (the replay's own: directories the daemon made, files its
 // commands wrote) is listed as 0, as on the board, where the daemon runs as root: so the
 // listing is the same whoever replays.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "hotplug/devroot/dev_root.h"
 #include "hotplug/event.h"
 
 namespace hotring::hotplug::rules {
@@ -24,12 +25,7 @@ enum class DeviceAction {
   kOther,   // change, move, bind, ...: run '*' commands only
 };
 
-// A device number.
-struct DevNumber {
-  uint32_t major = 0;
-  uint32_t minor = 0;
-  friend bool operator==(const DevNumber&, const DevNumber&) = default;
-};
+using devroot::DevNumber;
 
 struct Device {
   DeviceAction action = DeviceAction::kOther;

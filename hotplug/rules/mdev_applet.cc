@@ -22,7 +22,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/daemon.h"
+#include "hotplug/daemon/daemon.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/firmware.h"
@@ -30,7 +30,7 @@
 #include "hotplug/rules/mdev_seq.h"
 #include "hotplug/rules/rule_set.h"
 #include "hotplug/rules/rules_handler.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 extern char** environ;
 

@@ -24,11 +24,14 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "hotplug/devroot/user_db.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/regex.h"
-#include "hotplug/rules/user_db.h"
 
 namespace hotring::hotplug::rules {
+
+using devroot::Owner;
+using devroot::UserDb;
 
 // An ENVVAR=regex; prefix: the variable must exist and the regex match somewhere in it.
 struct EnvMatch {

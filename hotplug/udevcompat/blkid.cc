@@ -6,7 +6,7 @@
 
 namespace hotring::hotplug::udevcompat {
 
-Properties FsProperties(const FsIdentity& fs) {
+Properties FsProperties(const probe::FsIdentity& fs) {
   Properties out;
   if (!fs.label.empty()) {
     out.emplace_back("ID_FS_LABEL", BlkidSafeString(fs.label));
@@ -24,14 +24,14 @@ Properties FsProperties(const FsIdentity& fs) {
   return out;
 }
 
-Properties PartitionTableProperties(const PartitionTable& table) {
+Properties PartitionTableProperties(const probe::PartitionTable& table) {
   Properties out;
   if (!table.uuid.empty()) out.emplace_back("ID_PART_TABLE_UUID", table.uuid);
   out.emplace_back("ID_PART_TABLE_TYPE", table.type);
   return out;
 }
 
-Properties PartitionEntryProperties(const PartitionTable& table, const PartitionEntry& entry,
+Properties PartitionEntryProperties(const probe::PartitionTable& table, const probe::PartitionEntry& entry,
                                     absl::string_view disk_devnum) {
   Properties out;
   out.emplace_back("ID_PART_ENTRY_SCHEME", table.type);

@@ -4,23 +4,23 @@
 #define HOTRING_HOTPLUG_UDEVCOMPAT_BLKID_H_
 
 #include "absl/strings/string_view.h"
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 #include "hotplug/udevcompat/builtins.h"
-#include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/probe/partition_table.h"
 
 namespace hotring::hotplug::udevcompat {
 
 // ID_FS_LABEL(+_ENC), ID_FS_UUID(+_ENC), ID_FS_VERSION, ID_FS_BLOCK_SIZE, ID_FS_TYPE,
 // ID_FS_USAGE. Labels and UUIDs are made safe (ID_FS_LABEL) and encoded (_ENC) as blkid does.
-[[nodiscard]] Properties FsProperties(const FsIdentity& fs);
+[[nodiscard]] Properties FsProperties(const probe::FsIdentity& fs);
 
 // A disk's ID_PART_TABLE_UUID and ID_PART_TABLE_TYPE.
-[[nodiscard]] Properties PartitionTableProperties(const PartitionTable& table);
+[[nodiscard]] Properties PartitionTableProperties(const probe::PartitionTable& table);
 
 // A partition's ID_PART_ENTRY_* (SCHEME, NAME, UUID, TYPE, FLAGS, NUMBER, OFFSET, SIZE, DISK);
 // `disk_devnum` is the disk's "MAJOR:MINOR".
-[[nodiscard]] Properties PartitionEntryProperties(const PartitionTable& table,
-                                                  const PartitionEntry& entry,
+[[nodiscard]] Properties PartitionEntryProperties(const probe::PartitionTable& table,
+                                                  const probe::PartitionEntry& entry,
                                                   absl::string_view disk_devnum);
 
 }  // namespace hotring::hotplug::udevcompat

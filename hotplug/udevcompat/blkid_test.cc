@@ -19,8 +19,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/fs_probe.h"
-#include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/probe/fs_probe.h"
+#include "hotplug/probe/partition_table.h"
 
 namespace hotring::hotplug::udevcompat {
 namespace {
@@ -77,7 +77,7 @@ class MemoryReader {
  public:
   explicit MemoryReader(std::string bytes) : bytes_(std::move(bytes)) {}
   absl::StatusOr<std::string> operator()(uint64_t offset, size_t length) const {
-    EXPECT_LE(length, kMaxGptEntryBytes);
+    EXPECT_LE(length, probe::kMaxGptEntryBytes);
     if (offset >= bytes_.size()) return std::string();
     return bytes_.substr(offset, length);
   }
@@ -87,14 +87,14 @@ class MemoryReader {
   std::string bytes_;
 };
 
-absl::StatusOr<std::optional<PartitionTable>> Table(const std::string& bytes) {
+absl::StatusOr<std::optional<probe::PartitionTable>> Table(const std::string& bytes) {
   MemoryReader reader(bytes);
-  return ProbePartitionTable([&](uint64_t o, size_t l) { return reader(o, l); });
+  return probe::ProbePartitionTable([&](uint64_t o, size_t l) { return reader(o, l); });
 }
 
-absl::StatusOr<std::optional<FsIdentity>> Fs(const std::string& bytes) {
+absl::StatusOr<std::optional<probe::FsIdentity>> Fs(const std::string& bytes) {
   MemoryReader reader(bytes);
-  return ProbeFilesystem([&](uint64_t o, size_t l) { return reader(o, l); });
+  return probe::ProbeFilesystem([&](uint64_t o, size_t l) { return reader(o, l); });
 }
 
 // `blkid -p -o udev` of an image, as KEY -> VALUE.
@@ -126,7 +126,7 @@ void ExpectSameAsBlkid(const std::string& path, const Properties& ours) {
 }
 
 Properties ProbeFsProperties(const ImageFile& image) {
-  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(image.path());
+  absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystemAt(image.path());
   EXPECT_TRUE(fs.ok()) << fs.status();
   if (!fs.ok() || !fs->has_value()) {
     ADD_FAILURE() << "no filesystem found in " << image.path();
@@ -189,7 +189,7 @@ TEST(BlkidTest, SwapAndSquashfs) {
   Shell(absl::StrCat("rm -rf ", dir, " && mkdir -p ", dir, " && echo hi > ", dir, "/a"));
   const std::string squash = TempDir() + "/squash.img";
   Shell(absl::StrCat("/usr/bin/mksquashfs ", dir, " ", squash, " -quiet -noappend"));
-  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystemAt(squash);
+  absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystemAt(squash);
   ASSERT_TRUE(fs.ok() && fs->has_value()) << fs.status();
   props = FsProperties(**fs);
   EXPECT_THAT(props, ElementsAre(Pair("ID_FS_VERSION", "4.0"), Pair("ID_FS_TYPE", "squashfs"),
@@ -202,7 +202,7 @@ TEST(BlkidTest, GptFromSgdisk) {
   Shell("/sbin/sgdisk -U 11111111-2222-3333-4444-555555555555 -n 1:2048:+4M -t 1:8300 "
       "-c '1:my root/x' -u 1:aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee -A 1:set:2 "
       "-n 2:0:0 -t 2:ef00 -u 2:b7e62c63-37cf-4bf6-a038-456b44f1efce " + image.path());
-  absl::StatusOr<std::optional<PartitionTable>> table = Table(image.bytes());
+  absl::StatusOr<std::optional<probe::PartitionTable>> table = Table(image.bytes());
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_TRUE(table->has_value());
   EXPECT_THAT(PartitionTableProperties(**table),
@@ -220,7 +220,7 @@ TEST(BlkidTest, GptFromSgdisk) {
                           Pair("ID_PART_ENTRY_FLAGS", "0x4"), Pair("ID_PART_ENTRY_NUMBER", "1"),
                           Pair("ID_PART_ENTRY_OFFSET", "2048"), Pair("ID_PART_ENTRY_SIZE", "8192"),
                           Pair("ID_PART_ENTRY_DISK", "254:0")));
-  const PartitionEntry& two = (*table)->entries[1];
+  const probe::PartitionEntry& two = (*table)->entries[1];
   EXPECT_EQ(two.number, 2);
   EXPECT_EQ(two.offset, 10240u);
   EXPECT_EQ(two.size, 30687u);
@@ -239,7 +239,7 @@ TEST(BlkidTest, DosWithLogicalPartitionsFromSfdisk) {
                    "start=10240, size=8192, type=5\\nstart=12288, size=2048, type=82\\n"
                    "start=16384, size=2048, type=83\\n' | /sbin/sfdisk -q ",
                    image.path()));
-  absl::StatusOr<std::optional<PartitionTable>> table = Table(image.bytes());
+  absl::StatusOr<std::optional<probe::PartitionTable>> table = Table(image.bytes());
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_TRUE(table->has_value());
   ExpectSameAsBlkid(image.path(), PartitionTableProperties(**table));
@@ -247,7 +247,7 @@ TEST(BlkidTest, DosWithLogicalPartitionsFromSfdisk) {
   // partx -P: 1 2048 8192 9e2f1a3b-01 0x83 0x80; 2 10240 8192 -02 0x5; 5 12288 2048 -05 0x82;
   // 6 16384 2048 -06 0x83.
   std::vector<std::string> got;
-  for (const PartitionEntry& e : (*table)->entries) {
+  for (const probe::PartitionEntry& e : (*table)->entries) {
     got.push_back(absl::StrCat(e.number, " ", e.offset, " ", e.size, " ", e.uuid, " ", e.type, " ", e.flags));
   }
   EXPECT_THAT(got, ElementsAre("1 2048 8192 9e2f1a3b-01 0x83 128", "2 10240 8192 9e2f1a3b-02 0x5 0",
@@ -262,7 +262,7 @@ TEST(BlkidTest, DosWithLogicalPartitionsFromSfdisk) {
 TEST(BlkidTest, WholeDiskFatIsAFilesystemNotATable) {
   ImageFile image("fatdisk.img", 8 << 20);
   Shell("/sbin/mkfs.vfat -n DISK " + image.path());
-  absl::StatusOr<std::optional<PartitionTable>> table = Table(image.bytes());
+  absl::StatusOr<std::optional<probe::PartitionTable>> table = Table(image.bytes());
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_FALSE(table->has_value());
 }
@@ -283,7 +283,7 @@ TEST(BlkidTest, BrokenGptIsAnErrorNotACrash) {
   huge[512 + 80] = '\xff';
   huge[512 + 81] = '\xff';
   huge.replace(512 + 16, 4, 4, '\0');
-  const uint32_t crc = Crc32(absl::string_view(huge).substr(512, 92));
+  const uint32_t crc = probe::Crc32(absl::string_view(huge).substr(512, 92));
   for (int i = 0; i < 4; ++i) huge[512 + 16 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
   const absl::Status refused = Table(huge).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kDataLoss);

@@ -2,7 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "hotplug/rules/engine.h"
+#include "hotplug/devroot/dev_root.h"
 #include "hotplug/udevcompat/escape.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -129,7 +129,7 @@ std::vector<std::string> PersistentLinks(const Event& event, const Properties& p
   std::vector<std::string> safe;
   for (std::string& link : links) {
     link = ReplaceChars(link, "/");
-    if (rules::IsSafeRelativePath(link)) {
+    if (devroot::IsSafeRelativePath(link)) {
       safe.push_back(std::move(link));
     } else if (refused != nullptr) {
       refused->push_back(std::move(link));

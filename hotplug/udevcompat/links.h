@@ -1,7 +1,7 @@
 // Which persistent links udev's 60-persistent-storage.rules and 60-persistent-input.rules give a
 // device (disk/by-uuid, by-label, by-partuuid, by-partlabel, by-path, by-id, by-diskseq;
 // input/by-path, by-id), from its properties. Pure: the caller applies them beneath the dev root
-// with the rules engine's path safety (hotplug/rules/engine.h).
+// with the dev root's path safety (hotplug/devroot/dev_root.h).
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_LINKS_H_
 #define HOTRING_HOTPLUG_UDEVCOMPAT_LINKS_H_
 

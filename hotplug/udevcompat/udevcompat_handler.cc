@@ -11,13 +11,13 @@
 #include "absl/strings/str_join.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/fs_probe.h"
-#include "hotplug/rules/engine.h"
+#include "hotplug/probe/fs_probe.h"
+#include "hotplug/devroot/dev_root.h"
 #include "hotplug/udevcompat/blkid.h"
 #include "hotplug/udevcompat/database.h"
 #include "hotplug/udevcompat/links.h"
 #include "hotplug/udevcompat/monitor.h"
-#include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/probe/partition_table.h"
 #include "hotplug/udevcompat/seat.h"
 #include "io/netlink.h"
 
@@ -51,21 +51,21 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
   if (absl::StartsWith(kernel, "sr") || (absl::StartsWith(kernel, "mmcblk") && absl::StrContains(kernel, "boot"))) {
     return;  // udev does not run blkid on optical drives or eMMC boot partitions
   }
-  if (event.devname.empty() || !rules::IsSafeRelativePath(event.devname)) return;
+  if (event.devname.empty() || !devroot::IsSafeRelativePath(event.devname)) return;
   auto note = [&](const absl::Status& s) {
     if (probe_error != nullptr && probe_error->empty()) *probe_error = std::string(s.message());
   };
   const std::string devtype(event.Get("DEVTYPE").value_or(""));
-  const absl::StatusOr<ProbeFile> reader =
-      ProbeFile::Open(absl::StrCat(dev_root, "/", event.devname), kMaxGptEntryBytes);
+  const absl::StatusOr<probe::ProbeFile> reader =
+      probe::ProbeFile::Open(absl::StrCat(dev_root, "/", event.devname), probe::kMaxGptEntryBytes);
   if (!reader.ok()) {
     note(reader.status());
     return;
   }
   auto read = [&](uint64_t o, size_t l) { return reader->Read(o, l); };
   if (devtype == "disk") {
-    absl::StatusOr<std::optional<PartitionTable>> table =
-        ProbePartitionTable(read, LogicalBlockSize(view, event.devpath));
+    absl::StatusOr<std::optional<probe::PartitionTable>> table =
+        probe::ProbePartitionTable(read, LogicalBlockSize(view, event.devpath));
     if (!table.ok()) {
       note(table.status());
     } else if (table->has_value()) {
@@ -80,25 +80,25 @@ void ProbeBlock(const SysfsView& view, const Event& event, const std::string& de
     if (!absl::SimpleAtoi(partn, &number)) {
       (void)absl::SimpleAtoi(view.Attribute(event.devpath, "partition").value_or(""), &number);
     }
-    if (disk_name.has_value() && rules::IsSafeRelativePath(*disk_name) && number > 0) {
-      const absl::StatusOr<ProbeFile> disk_reader =
-          ProbeFile::Open(absl::StrCat(dev_root, "/", *disk_name), kMaxGptEntryBytes);
+    if (disk_name.has_value() && devroot::IsSafeRelativePath(*disk_name) && number > 0) {
+      const absl::StatusOr<probe::ProbeFile> disk_reader =
+          probe::ProbeFile::Open(absl::StrCat(dev_root, "/", *disk_name), probe::kMaxGptEntryBytes);
       auto disk_read = [&](uint64_t o, size_t l) { return disk_reader->Read(o, l); };
-      absl::StatusOr<std::optional<PartitionTable>> table =
-          disk_reader.ok() ? ProbePartitionTable(disk_read, LogicalBlockSize(view, *disk))
-                           : absl::StatusOr<std::optional<PartitionTable>>(std::nullopt);
+      absl::StatusOr<std::optional<probe::PartitionTable>> table =
+          disk_reader.ok() ? probe::ProbePartitionTable(disk_read, LogicalBlockSize(view, *disk))
+                           : absl::StatusOr<std::optional<probe::PartitionTable>>(std::nullopt);
       if (!table.ok()) {
         note(table.status());
       } else if (table->has_value()) {
         const std::string devnum = absl::StrCat(UeventValue(view, *disk, "MAJOR").value_or(""), ":",
                                                 UeventValue(view, *disk, "MINOR").value_or(""));
-        for (const PartitionEntry& entry : (*table)->entries) {
+        for (const probe::PartitionEntry& entry : (*table)->entries) {
           if (entry.number == number) Merge(props, PartitionEntryProperties(**table, entry, devnum));
         }
       }
     }
   }
-  absl::StatusOr<std::optional<FsIdentity>> fs = ProbeFilesystem(read);
+  absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystem(read);
   if (!fs.ok()) {
     note(fs.status());
   } else if (fs->has_value()) {
@@ -198,7 +198,7 @@ Properties ComputeProperties(const SysfsView& view, const Event& event, const st
 struct UdevCompatHandler::Shared {
   Options options;
   DatabaseDir db;
-  rules::DevRoot dev_root;
+  devroot::DevRoot dev_root;
   std::optional<std::string> nomodeset;  // from the kernel command line, read once
 };
 
@@ -230,7 +230,7 @@ std::string JoinTags(const std::vector<std::string>& tags) {
 
 // Everything but the send, on a pool thread.
 UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, const DatabaseDir& db,
-                                   const rules::DevRoot& dev_root,
+                                   const devroot::DevRoot& dev_root,
                                    const std::optional<std::string>& nomodeset,
                                    const Event& event) {
   UdevCompatHandler::Outcome out;
@@ -291,11 +291,11 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
     entry.usec_initialized = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
   }
   // Links: the ones this device no longer has (all of them on remove), then the new ones.
-  const bool node_ok = rules::IsSafeRelativePath(event.devname);
+  const bool node_ok = devroot::IsSafeRelativePath(event.devname);
   for (const std::string& link : old.links) {
     if (!remove && std::find(entry.links.begin(), entry.links.end(), link) != entry.links.end()) continue;
     if (!node_ok) break;
-    absl::StatusOr<bool> removed = rules::RemoveLinkBeneath(dev_root, link, event.devname);
+    absl::StatusOr<bool> removed = devroot::RemoveLinkBeneath(dev_root, link, event.devname);
     if (!removed.ok()) {
       ++out.failures;
       out.errors.push_back(std::string(removed.status().message()));
@@ -306,7 +306,7 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
   if (!remove && node_ok) {
     std::vector<std::string> made;
     for (const std::string& link : entry.links) {
-      absl::StatusOr<bool> ok = rules::MakeLinkBeneath(dev_root, link, event.devname);
+      absl::StatusOr<bool> ok = devroot::MakeLinkBeneath(dev_root, link, event.devname);
       if (!ok.ok()) {
         if (absl::IsFailedPrecondition(ok.status())) {
           ++out.links_refused;
@@ -393,7 +393,7 @@ UdevCompatHandler::Outcome Process(const UdevCompatHandler::Options& options, co
 
 absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Options options) {
   HOTRING_ASSIGN_OR_RETURN(DatabaseDir db, DatabaseDir::Open(options.run_dir));
-  HOTRING_ASSIGN_OR_RETURN(rules::DevRoot dev_root, rules::DevRoot::Open(options.dev_root));
+  HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));
   UniqueFd sender;
   if (options.monitor) {
     HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());

@@ -24,19 +24,20 @@
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 #include "testing/fuzz/fuzz_check.h"
 
 namespace hotring::fuzz {
 namespace {
 
 namespace rules = hotplug::rules;
+namespace devroot = hotplug::devroot;
 
 constexpr absl::string_view kFile = "fuzz.conf";
 
 // The names busybox's and Alpine's example configurations use.
-const rules::UserDb& Users() {
-  static const rules::UserDb* const users = new rules::UserDb(rules::UserDb::FromText(
+const devroot::UserDb& Users() {
+  static const devroot::UserDb* const users = new devroot::UserDb(devroot::UserDb::FromText(
       "root:x:0:0:root:/root:/bin/sh\nbin:x:1:1::/:/bin/false\ndaemon:x:2:2::/:/bin/false\n"
       "lp:x:7:7::/:/bin/false\nnobody:x:65534:65534::/:/bin/false\n",
       "root:x:0:\nbin:x:1:\ndaemon:x:2:\ntty:x:5:\ndisk:x:6:\nlp:x:7:\nkmem:x:9:\n"

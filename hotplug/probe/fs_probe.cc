@@ -1,4 +1,4 @@
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 
-namespace hotring::hotplug {
+namespace hotring::hotplug::probe {
 namespace {
 
 uint32_t Le(absl::string_view bytes, size_t offset, size_t size) {
@@ -221,4 +221,4 @@ absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& p
   });
 }
 
-}  // namespace hotring::hotplug
+}  // namespace hotring::hotplug::probe

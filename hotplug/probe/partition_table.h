@@ -1,8 +1,8 @@
 // Partition tables (GPT and MBR/"dos", with logical partitions) read from a disk through the same
 // bounded reader callback as the filesystem prober: no fds, so tests feed it images. Offsets and
 // sizes are reported in 512-byte sectors, as libblkid reports them.
-#ifndef HOTRING_HOTPLUG_UDEVCOMPAT_PARTITION_TABLE_H_
-#define HOTRING_HOTPLUG_UDEVCOMPAT_PARTITION_TABLE_H_
+#ifndef HOTRING_HOTPLUG_PROBE_PARTITION_TABLE_H_
+#define HOTRING_HOTPLUG_PROBE_PARTITION_TABLE_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::probe {
 
 // One partition. Owns its strings.
 struct PartitionEntry {
@@ -51,6 +51,6 @@ inline constexpr int kMaxLogicalPartitions = 128;
 // CRC-32 as GPT (and zlib) computes it.
 [[nodiscard]] uint32_t Crc32(absl::string_view data);
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::probe
 
-#endif  // HOTRING_HOTPLUG_UDEVCOMPAT_PARTITION_TABLE_H_
+#endif  // HOTRING_HOTPLUG_PROBE_PARTITION_TABLE_H_

@@ -1,4 +1,4 @@
-#include "hotplug/readiness.h"
+#include "hotplug/daemon/readiness.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>

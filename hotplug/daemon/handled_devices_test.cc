@@ -1,4 +1,4 @@
-#include "hotplug/handled_devices.h"
+#include "hotplug/daemon/handled_devices.h"
 
 #include "gtest/gtest.h"
 
@@ -79,7 +79,7 @@ TEST(HandledDevicesTest, FilesystemFromPropertiesOrProbe) {
   EXPECT_TRUE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_FALSE(Satisfies(plain, Cond("LABEL=data")));
   plain.probed = true;
-  plain.fs = std::make_unique<FsIdentity>(FsIdentity{"vfat", "data", "ABCD-1234"});
+  plain.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"vfat", "data", "ABCD-1234"});
   EXPECT_FALSE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("UUID=abcd-1234")));  // case-insensitive UUIDs
@@ -174,9 +174,9 @@ TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
 TEST(SettleWaiterTest, RemembersTheDeviceThatMetEachCondition) {
   SettleWaiter waiter({Cond("LABEL=root")});
   HandledDevice first{DeviceProperties(Device("add", "/devices/vdb", "block", {{"DEVNAME", "vdb"}}))};
-  first.fs = std::make_unique<FsIdentity>(FsIdentity{"ext4", "root", "u1"});
+  first.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"ext4", "root", "u1"});
   HandledDevice second{DeviceProperties(Device("add", "/devices/vdc", "block", {{"DEVNAME", "vdc"}}))};
-  second.fs = std::make_unique<FsIdentity>(FsIdentity{"ext4", "root", "u2"});
+  second.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"ext4", "root", "u2"});
   EXPECT_EQ(waiter.met_by(0), "");
   EXPECT_TRUE(waiter.Offer(first));
   EXPECT_TRUE(waiter.Offer(second));

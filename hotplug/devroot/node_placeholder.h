@@ -7,8 +7,8 @@
 //   hotring-node block 8:0 0:6 0640
 //
 // (type, MAJOR:MINOR, UID:GID, mode). The file's own owner and mode mean nothing.
-#ifndef HOTRING_HOTPLUG_RULES_NODE_PLACEHOLDER_H_
-#define HOTRING_HOTPLUG_RULES_NODE_PLACEHOLDER_H_
+#ifndef HOTRING_HOTPLUG_DEVROOT_NODE_PLACEHOLDER_H_
+#define HOTRING_HOTPLUG_DEVROOT_NODE_PLACEHOLDER_H_
 
 #include <sys/stat.h>
 
@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace hotring::hotplug::rules {
+namespace hotring::hotplug::devroot {
 
 // The node a placeholder stands for. Plain data.
 struct PlaceholderNode {
@@ -47,6 +47,6 @@ bool StatAsNode(int dir_fd, const char* leaf, struct stat& st);
 absl::Status WriteNodePlaceholderAt(int dir_fd, const char* leaf, const PlaceholderNode& node,
                                     bool exclusive);
 
-}  // namespace hotring::hotplug::rules
+}  // namespace hotring::hotplug::devroot
 
-#endif  // HOTRING_HOTPLUG_RULES_NODE_PLACEHOLDER_H_
+#endif  // HOTRING_HOTPLUG_DEVROOT_NODE_PLACEHOLDER_H_

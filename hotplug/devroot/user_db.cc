@@ -1,4 +1,4 @@
-#include "hotplug/rules/user_db.h"
+#include "hotplug/devroot/user_db.h"
 
 #include <cerrno>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 
-namespace hotring::hotplug::rules {
+namespace hotring::hotplug::devroot {
 namespace {
 
 // Reads a whole file; NotFound when it does not exist.
@@ -110,4 +110,4 @@ absl::StatusOr<Owner> UserDb::ResolveOwner(absl::string_view spec) const {
   return owner;
 }
 
-}  // namespace hotring::hotplug::rules
+}  // namespace hotring::hotplug::devroot

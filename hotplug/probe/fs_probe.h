@@ -3,8 +3,8 @@
 // ext2/3/4, vfat, btrfs, xfs, squashfs and Linux swap; reads at most a few small blocks at fixed
 // offsets. The udev compatibility stage turns an FsIdentity into ID_FS_* properties.
 // The format logic takes a reader callback (no fds), so tests feed it crafted images.
-#ifndef HOTRING_HOTPLUG_FS_PROBE_H_
-#define HOTRING_HOTPLUG_FS_PROBE_H_
+#ifndef HOTRING_HOTPLUG_PROBE_FS_PROBE_H_
+#define HOTRING_HOTPLUG_PROBE_FS_PROBE_H_
 
 #include <cstdint>
 #include <optional>
@@ -16,7 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "core/unique_fd.h"
 
-namespace hotring::hotplug {
+namespace hotring::hotplug::probe {
 
 // What a superblock says. Owns its strings; `label` and `uuid` are empty when the filesystem
 // has none.
@@ -60,6 +60,6 @@ class ProbeFile {
 // ProbeFilesystem on a file or block device (opened read-only, pread only).
 [[nodiscard]] absl::StatusOr<std::optional<FsIdentity>> ProbeFilesystemAt(const std::string& path);
 
-}  // namespace hotring::hotplug
+}  // namespace hotring::hotplug::probe
 
-#endif  // HOTRING_HOTPLUG_FS_PROBE_H_
+#endif  // HOTRING_HOTPLUG_PROBE_FS_PROBE_H_

@@ -1,9 +1,13 @@
-// Daemon: `hotring daemon`. Owns the reactor, the sockets (control datagram socket, kernel
-// netlink), the reorderer, the scheduler, the handler and every task that runs on them, on one
-// thread. Events flow: receive -> validate -> Reorderer (SEQNUM gate, one timer) -> Scheduler
-// (devpath blocking, children_max) -> Handler -> ack the sender, tell monitors, wake settlers.
-#ifndef HOTRING_HOTPLUG_DAEMON_H_
-#define HOTRING_HOTPLUG_DAEMON_H_
+// Daemon: the event flow of `hotring daemon`, on one thread. Events arrive from the kernel
+// (NetlinkSource) and from clients (ControlServer); they are validated, put back in SEQNUM order
+// (Reorderer: one timer for the oldest hold), queued by device (Scheduler: devpath blocking,
+// children_max) and handed to the handler chain; when one is done the daemon acks its sender,
+// tells monitors, rebroadcasts it, records it for settling and starts what it unblocked.
+// The sources, the control server and settling are its parts; it owns them, the reactor, the
+// signalfd, the reorderer, the scheduler, the handler chain, the event records and every task
+// that runs on them.
+#ifndef HOTRING_HOTPLUG_DAEMON_DAEMON_H_
+#define HOTRING_HOTPLUG_DAEMON_DAEMON_H_
 
 #include <cstdint>
 #include <deque>
@@ -14,29 +18,28 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/idle_memory.h"
 #include "core/notifier.h"
 #include "core/task.h"
 #include "core/task_scope.h"
 #include "core/unique_fd.h"
+#include "hotplug/daemon/burst_log.h"
+#include "hotplug/daemon/control_server.h"
+#include "hotplug/daemon/event_flow.h"
+#include "hotplug/daemon/netlink_source.h"
+#include "hotplug/daemon/settling.h"
 #include "hotplug/drop_reason.h"
 #include "hotplug/event.h"
-#include "hotplug/handled_devices.h"
 #include "hotplug/handler.h"
 #include "hotplug/reorderer.h"
 #include "hotplug/scheduler.h"
 #include "hotplug/timeline.h"
-#include "core/idle_memory.h"
-#include "io/multishot.h"
 #include "hotplug/wire.h"
-#include "io/buffer_ring.h"
-#include "io/multishot.h"
-#include "io/ops.h"
 #include "io/reactor.h"
 #include "io/signals.h"
 
@@ -82,29 +85,20 @@ struct DaemonOptions {
   std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
 };
 
-// Counters reported by `hotring control status`.
+// Counters of the event flow, reported by `hotring control status`.
 struct DaemonCounters {
   uint64_t received = 0;   // events accepted (validated) from any source
   uint64_t handled = 0;
   uint64_t failed = 0;
   uint64_t timed_out = 0;
   uint64_t killed = 0;
-  uint64_t acks_sent = 0;
   uint64_t reorder_timeouts = 0;  // times held events were released by the timeout
   uint64_t missing_seqnums = 0;   // SEQNUMs given up on
-  uint64_t netlink_received = 0;
-  uint64_t netlink_overruns = 0;  // ENOBUFS: the kernel dropped uevents
-  uint64_t netlink_paused = 0;    // times the netlink reader waited for --max-pending room
-  uint64_t resyncs = 0;           // sysfs re-synchronisations after overruns
-  uint64_t resync_events = 0;     // add events synthesized by them
-  uint64_t monitor_drops = 0;     // monitor datagrams that could not be queued
-  uint64_t reply_failures = 0;    // acks/replies the kernel refused to queue
-  uint64_t probe_errors = 0;      // LABEL/UUID probes that failed or found a malformed superblock
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
 // Also the handler stages' StepRecorder: their steps (module loads) go to the timeline.
-class Daemon : private StepRecorder {
+class Daemon final : private EventFlow, private StepRecorder {
  public:
   // Binds the sockets (the control socket bind is the lock against a second daemon) and
   // prepares everything; nothing runs until Run().
@@ -112,16 +106,12 @@ class Daemon : private StepRecorder {
                                                         std::unique_ptr<Handler> handler);
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
-  ~Daemon();
+  ~Daemon() override;
 
   // Serves until SIGTERM/SIGINT or `control exit`, then finishes what was accepted and returns.
   absl::Status Run();
 
  private:
-  struct AckTarget {
-    io::SocketAddress address;
-    uint32_t cookie = 0;
-  };
   struct EventRecord {
     Event event;
     std::vector<AckTarget> acks;
@@ -129,38 +119,40 @@ class Daemon : private StepRecorder {
     std::optional<MonoTime> started_at;  // set once the handler runs
     uint32_t cookie = 0;  // SEQNUM-less events sent with an ack request
   };
-  // A `settle --for` request waiting for its devices.
-  struct DeviceSettler {
-    AckTarget target;
-    SettleWaiter waiter;
-    MonoTime expires;  // the requester's TIMEOUT_MS: forgotten after it (it stopped waiting)
-  };
-  struct Monitor {
-    io::SocketAddress address;
-    uint32_t cookie = 0;
-  };
 
   Daemon(DaemonOptions options, std::unique_ptr<Handler> handler);
   absl::Status Init();
+
+  // EventFlow, for the control server and settling.
+  void AcceptSent(Event&& event, const AckTarget& ack, bool want_ack) override;
+  void AcceptKernel(Event&& event) override;
+  void AcceptResync(Event&& event) override;
+  [[nodiscard]] bool Full() const override;
+  [[nodiscard]] absl::flat_hash_set<std::string> LiveDevpaths() const override;
+  using EventFlow::Drop;
+  void Drop(absl::string_view reason, absl::string_view detail) override;
+  void RequestStop(absl::string_view why) override;
+  absl::Status Reload() override;
+  [[nodiscard]] bool Idle() const override;
+  void AppendStatus(std::vector<std::pair<std::string, std::string>>& fields) const override;
+  [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const override;
+  void BurstSettled() override;
+
+  // StepRecorder, for the stages.
   void Step(const Event& event, absl::string_view what, MonoTime started, absl::Duration took,
             bool ok) override;
   void LetDevicesBelowStart(const Event& event) override;
+
   Task<absl::Status> Main();
-  Task<void> ReceiveControl();
-  Task<void> ReceiveNetlink();
   Task<void> ReorderTimer();
   Task<void> WatchSignals();
   Task<void> AwaitHandler(uint64_t id, Task<HandlerResult> handling);
-  Task<void> ResyncLater();
-  // Answers the waiting settlers once no uevent is left unread on the netlink socket.
-  Task<void> SettleNetlink();
 
-  void HandleControlDatagram(const io::Datagram& datagram);
-  void HandleControlRequest(WireMessage message, const io::SocketAddress& from);
   // Takes a validated event from any source. `ack`: who to tell when it is done.
   // drop_when_full: drop (queue_full) at --max-pending; the netlink reader bounds itself.
-  void Accept(Event&& event, std::optional<AckTarget> ack, bool want_ack,
-              bool drop_when_full = true);
+  void Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_full = true);
+  void AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool drop_when_full,
+                       MonoTime now);
   // Queues every event (moving each out of `events`) and pumps.
   void Release(std::vector<Event>& events, MonoTime now);
   // Queues one released event (the caller pumps); returns its scheduler id. `just_received`:
@@ -173,67 +165,30 @@ class Daemon : private StepRecorder {
   void StartEvent(uint64_t id);
   // The event's handler is done: count, log, ack, tell monitors, then free its slot and pump.
   void FinishEvent(uint64_t id, const HandlerResult& result);
+  void CountOutcome(const Event& event, const HandlerResult& result, absl::Duration took,
+                    bool log_it);
   void CheckIdle();
   // Gives memory back once the daemon has been idle (nothing pending, no event) for a while:
   // the receive rings' buffer pages, free heap, the program text's mappings. Once per idle
   // period: it waits for the next handled event before it looks again.
   Task<void> TrimWhenIdle();
   void ReleaseIdleMemory();
-  void AnswerSettlers();
-  // `settle --for`: answered at once when recorded devices already satisfy it, else kept.
-  void SettleFor(const ControlRequest& request, const io::SocketAddress& from);
-  // A device was handled: tell the `settle --for` requests.
-  void OfferToDeviceSettlers(HandledDevice& device);
-  // The reply to a `settle --for` whose conditions are all met, with the devices that met them.
-  void SendSettled(const io::SocketAddress& to, uint32_t cookie, const SettleWaiter& waiter);
-  // Reads the device's superblock for LABEL/UUID (once per handling).
-  void Probe(HandledDevice& device);
-  // A partition's entry (PARTUUID, PARTLABEL), read from its parent disk's table.
-  void ProbePartition(HandledDevice& device);
-  // Counts a probe that failed (a malformed superblock or table, a read error); logs the first.
-  void ProbeFailed(absl::string_view path, const HandledDevice& device, const absl::Status& status);
-  [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const;
-  [[nodiscard]] ControlReply TimelineReply(const ControlRequest& request) const;
-  // The first few failures get a line each; the rest are counted in the settle summary.
-  void LogFailure(const std::string& line);
-  // The line written when coldplug (or a later burst) settles.
-  void LogBurstSummary();
-  [[nodiscard]] uint64_t ModulesLoaded() const;
-  // An event was accepted at `now`: starts a burst if none is running.
-  void NoteReceived(MonoTime now);
-  // True while the netlink socket holds a datagram the daemon has not read yet.
-  [[nodiscard]] bool NetlinkUnread() const;
-  void Resync();
-  void Drop(DropReason reason, absl::string_view detail);
-  void Drop(absl::string_view reason, absl::string_view detail);
-  void SendTo(const io::SocketAddress& to, const WireMessage& message, bool is_monitor);
-  void SendAck(const AckTarget& target, std::optional<uint64_t> seqnum, EventResult result);
-  void NotifyMonitors(const Event& event, EventResult result, absl::Duration duration);
-  [[nodiscard]] bool Idle() const;
+  [[nodiscard]] BurstCounters Burst() const;
   [[nodiscard]] size_t Pending() const;
-  [[nodiscard]] ControlReply StatusReply(uint32_t cookie) const;
-  void RequestStop(absl::string_view why);
 
   DaemonOptions options_;
   std::unique_ptr<Handler> handler_;
   const bool null_handler_;  // no handler: events are finished without calling it
   std::unique_ptr<io::Reactor> reactor_;
   std::optional<io::SignalFd> signals_;
-  UniqueFd control_fd_;
-  std::string control_path_;  // unlinked at exit (empty for abstract names)
-  UniqueFd netlink_fd_;
-  bool netlink_inherited_ = false;  // --netlink-fd: taken over, not opened
   UniqueFd rebroadcast_fd_;
-  std::shared_ptr<io::BufferRing> control_ring_;
-  std::shared_ptr<io::BufferRing> netlink_ring_;
-  // The receive loops' receivers, here so that TrimWhenIdle can reach them; made by the loops.
-  std::optional<io::MultishotReceiver> control_receiver_;
-  std::optional<io::MultishotReceiver> netlink_receiver_;
   IdleMemory idle_memory_ = IdleMemory::ForThisProgram();
 
   Reorderer reorderer_;
   Scheduler scheduler_;
   DaemonCounters counters_;
+  TimelineRecorder timeline_;
+  BurstLog burst_log_;
   absl::node_hash_map<uint64_t, EventRecord> events_;      // by scheduler id (stable refs)
   std::vector<uint64_t> runnable_;  // Pump's buffer, kept to reuse its allocation
   std::vector<Event> released_;     // Accept's buffers for Reorderer::Push, likewise
@@ -244,30 +199,19 @@ class Daemon : private StepRecorder {
   // twice: the scheduler id while in flight, 0 once done. Bounded FIFO.
   absl::flat_hash_map<uint32_t, uint64_t> cookie_to_id_;
   std::deque<uint32_t> cookie_order_;
-  std::vector<Monitor> monitors_;
-  std::vector<AckTarget> settlers_;
-  std::vector<DeviceSettler> device_settlers_;
-  HandledDevices handled_devices_;
-  TimelineRecorder timeline_;
-  // The current burst of events (coldplug first): since its first event, until settled.
-  std::optional<MonoTime> burst_start_;
-  uint64_t burst_received_base_ = 0;
-  uint64_t burst_modules_base_ = 0;
-  uint64_t burst_failed_base_ = 0;
-  bool coldplug_reported_ = false;
-  uint64_t failure_lines_ = 0;
   bool pumping_ = false;
   bool pump_again_ = false;
   bool stopping_ = false;
   bool force_stop_ = false;  // a second SIGTERM: abandon running events
-  bool resync_pending_ = false;
-  bool settle_check_running_ = false;  // SettleNetlink is running
   Notifier stop_;         // RequestStop
   Notifier reorder_changed_;
   Notifier idle_;         // nothing held, queued or running
-  Notifier room_;         // pending went below max_pending while the netlink reader waited
-  bool netlink_waiting_for_room_ = false;
   MonoTime started_at_;
+
+  // The daemon's parts; tasks below them (declared after) go first.
+  std::optional<Settling> settling_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<NetlinkSource> netlink_;  // null without kernel uevents
 
   // Last members: destroyed first, so no task outlives what it uses.
   TaskScope workers_;   // one task per running event
@@ -276,4 +220,4 @@ class Daemon : private StepRecorder {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_DAEMON_H_
+#endif  // HOTRING_HOTPLUG_DAEMON_DAEMON_H_

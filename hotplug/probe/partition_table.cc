@@ -1,4 +1,4 @@
-#include "hotplug/udevcompat/partition_table.h"
+#include "hotplug/probe/partition_table.h"
 
 #include <array>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 
-namespace hotring::hotplug::udevcompat {
+namespace hotring::hotplug::probe {
 namespace {
 
 uint64_t Le(absl::string_view b, size_t at, size_t size) {
@@ -226,4 +226,4 @@ absl::StatusOr<std::optional<PartitionTable>> ProbePartitionTableAt(const std::s
       [&](uint64_t offset, size_t length) { return file.Read(offset, length); }, sector_size);
 }
 
-}  // namespace hotring::hotplug::udevcompat
+}  // namespace hotring::hotplug::probe

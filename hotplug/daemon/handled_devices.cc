@@ -1,4 +1,4 @@
-#include "hotplug/handled_devices.h"
+#include "hotplug/daemon/handled_devices.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

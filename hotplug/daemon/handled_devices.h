@@ -2,8 +2,8 @@
 // devices it has handled (by DEVPATH, with their properties), so a settle that comes after the
 // device was handled still returns at once. Pure logic: no fds, no clock; filesystem identities
 // come from the caller (fs_probe.h).
-#ifndef HOTRING_HOTPLUG_HANDLED_DEVICES_H_
-#define HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+#ifndef HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
+#define HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "hotplug/event.h"
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 
 namespace hotring::hotplug {
 
@@ -75,7 +75,7 @@ struct HandledDevice {
   bool probed = false;           // the superblock (and a partition's table) was read, once
   // What it said (null: nothing known, or not probed). Pointers: few devices have one, and
   // an optional made every remembered device 100 bytes larger.
-  std::unique_ptr<FsIdentity> fs;
+  std::unique_ptr<probe::FsIdentity> fs;
   std::unique_ptr<PartitionIdentity> partition;
   [[nodiscard]] bool empty() const { return properties.empty(); }
 };
@@ -149,4 +149,4 @@ class SettleWaiter {
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_HANDLED_DEVICES_H_
+#endif  // HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_

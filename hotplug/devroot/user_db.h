@@ -1,8 +1,8 @@
 // UserDb: user and group names read from <root>/etc/passwd and <root>/etc/group. A static
-// binary has no NSS, so names in mdev.conf are resolved from the files themselves. Owns the
+// binary has no NSS, so names in mdev.conf and udev rules are resolved from the files themselves. Owns the
 // parsed tables.
-#ifndef HOTRING_HOTPLUG_RULES_USER_DB_H_
-#define HOTRING_HOTPLUG_RULES_USER_DB_H_
+#ifndef HOTRING_HOTPLUG_DEVROOT_USER_DB_H_
+#define HOTRING_HOTPLUG_DEVROOT_USER_DB_H_
 
 #include <sys/types.h>
 
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace hotring::hotplug::rules {
+namespace hotring::hotplug::devroot {
 
 // Owner of a device node.
 struct Owner {
@@ -49,6 +49,6 @@ class UserDb {
   absl::flat_hash_map<std::string, gid_t> groups_by_name_;
 };
 
-}  // namespace hotring::hotplug::rules
+}  // namespace hotring::hotplug::devroot
 
-#endif  // HOTRING_HOTPLUG_RULES_USER_DB_H_
+#endif  // HOTRING_HOTPLUG_DEVROOT_USER_DB_H_

@@ -1,4 +1,4 @@
-#include "hotplug/rules/node_placeholder.h"
+#include "hotplug/devroot/node_placeholder.h"
 
 #include <fcntl.h>
 #include <sys/sysmacros.h>
@@ -14,7 +14,7 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 
-namespace hotring::hotplug::rules {
+namespace hotring::hotplug::devroot {
 namespace {
 
 constexpr absl::string_view kMagic = "hotring-node";
@@ -85,4 +85,4 @@ absl::Status WriteNodePlaceholderAt(int dir_fd, const char* leaf, const Placehol
   return absl::OkStatus();
 }
 
-}  // namespace hotring::hotplug::rules
+}  // namespace hotring::hotplug::devroot

@@ -1,4 +1,4 @@
-#include "hotplug/fs_probe.h"
+#include "hotplug/probe/fs_probe.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace hotring::hotplug {
+namespace hotring::hotplug::probe {
 namespace {
 
 // A crafted device image, read through the same bounded reader the daemon uses.
@@ -199,4 +199,4 @@ TEST(FsProbeTest, ReadsAFileThroughPread) {
 }
 
 }  // namespace
-}  // namespace hotring::hotplug
+}  // namespace hotring::hotplug::probe

@@ -6,8 +6,8 @@
 //    path, or an abstract name starting with '@').
 //  - `--daemonize`: the parent waits on a pipe for the child's word and exits 0 once the child
 //    serves, or with the child's exit code after printing its error.
-#ifndef HOTRING_HOTPLUG_READINESS_H_
-#define HOTRING_HOTPLUG_READINESS_H_
+#ifndef HOTRING_HOTPLUG_DAEMON_READINESS_H_
+#define HOTRING_HOTPLUG_DAEMON_READINESS_H_
 
 #include <optional>
 #include <string>
@@ -58,4 +58,4 @@ absl::Status SendNotify(absl::string_view name, absl::string_view state);
 
 }  // namespace hotring::hotplug
 
-#endif  // HOTRING_HOTPLUG_READINESS_H_
+#endif  // HOTRING_HOTPLUG_DAEMON_READINESS_H_

@@ -1,7 +1,7 @@
 // Placeholders, and the engine on a placeholder dev root: the same node actions as with real
 // nodes (made, moved, linked, rechowned, removed only when still the device's), with no mknod,
 // so that the results do not depend on the privilege of whoever runs them.
-#include "hotplug/rules/node_placeholder.h"
+#include "hotplug/devroot/node_placeholder.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "hotplug/rules/engine.h"
+#include "hotplug/devroot/dev_root.h"
 
-namespace hotring::hotplug::rules {
+namespace hotring::hotplug::devroot {
 namespace {
 
 TEST(NodePlaceholderTest, FormatsAndParsesBack) {
@@ -49,22 +49,22 @@ class PlaceholderDevRootTest : public ::testing::Test {
     ASSERT_TRUE(root.ok()) << root.status();
     EXPECT_TRUE(root->placeholders());
     root_ = std::make_unique<DevRoot>(std::move(*root));
-    users_ = std::make_unique<UserDb>(
-        UserDb::FromText("root:x:0:0::/:/bin/sh\n", "root:x:0:\ndisk:x:6:\n"));
   }
 
-  void Run(absl::string_view rules_text, absl::string_view action, absl::string_view name,
-           std::optional<DevNumber> number) {
-    absl::StatusOr<RuleSet> rules = ParseRules(rules_text, "mdev.conf", *users_);
-    ASSERT_TRUE(rules.ok()) << rules.status();
-    name_ = std::string(name);
-    Device device;
-    device.action = ParseDeviceAction(action);
-    device.devpath = "/devices/pci0/block/sda";
-    device.subsystem = "block";
-    device.name = name_;
-    device.number = number;
-    report_ = ApplyNodes(*root_, PlanEvent(*rules, device));
+  // Applies one node step: what a rule planned for device `name` (the kernel's name), its node
+  // at `path`, a link at `link` ("" for none).
+  void Run(NodeStep::Kind kind, absl::string_view path, absl::string_view name,
+           absl::string_view link, DevNumber number, Owner owner, mode_t mode) {
+    NodeStep step;
+    step.kind = kind;
+    step.path = std::string(path);
+    step.name = std::string(name);
+    step.link = std::string(link);
+    step.number = number;
+    step.block = true;
+    step.owner = owner;
+    step.mode = mode;
+    report_ = ApplyNodes(*root_, {step});
   }
 
   // The placeholder text at `relative`, "" when there is no regular file.
@@ -86,12 +86,11 @@ class PlaceholderDevRootTest : public ::testing::Test {
   std::string dev_;
   std::string name_;
   std::unique_ptr<DevRoot> root_;
-  std::unique_ptr<UserDb> users_;
   NodeReport report_;
 };
 
 TEST_F(PlaceholderDevRootTest, AddWritesThePlannedNodeAndRemoveDeletesIt) {
-  Run("sd[a-z] root:disk 0640\n", "add", "sda", DevNumber{8, 0});
+  Run(NodeStep::Kind::kCreate, "sda", "sda", "", {8, 0}, {0, 6}, 0640);
   EXPECT_EQ(Text("sda"), "hotring-node block 8:0 0:6 0640\n");
   EXPECT_EQ(report_.nodes_made, 1u);
   EXPECT_EQ(report_.chowned, 1u);
@@ -106,38 +105,38 @@ TEST_F(PlaceholderDevRootTest, AddWritesThePlannedNodeAndRemoveDeletesIt) {
   EXPECT_EQ(st.st_rdev, makedev(8, 0));
   EXPECT_EQ(st.st_gid, 6u);
 
-  Run("sd[a-z] root:disk 0640\n", "remove", "sda", DevNumber{8, 0});
+  Run(NodeStep::Kind::kRemove, "sda", "sda", "", {8, 0}, {0, 6}, 0640);
   EXPECT_EQ(report_.removed, 1u);
   EXPECT_EQ(Text("sda"), "");
 }
 
 TEST_F(PlaceholderDevRootTest, MoveAndLinkThenASecondAddRechowns) {
-  Run("sda root:root 0600 >disk/boot\n", "add", "sda", DevNumber{8, 0});
+  Run(NodeStep::Kind::kCreate, "disk/boot", "sda", "sda", {8, 0}, {0, 0}, 0600);
   EXPECT_EQ(Text("disk/boot"), "hotring-node block 8:0 0:0 0600\n");
   EXPECT_EQ(LinkTarget("sda"), "disk/boot");
   // The same device again with another owner and mode: the placeholder is rewritten, as a real
   // node would be chowned and chmodded, not made twice.
-  Run("sda root:disk 0660 >disk/boot\n", "add", "sda", DevNumber{8, 0});
+  Run(NodeStep::Kind::kCreate, "disk/boot", "sda", "sda", {8, 0}, {0, 6}, 0660);
   EXPECT_EQ(Text("disk/boot"), "hotring-node block 8:0 0:6 0660\n");
   EXPECT_EQ(report_.nodes_made, 0u);
   EXPECT_EQ(report_.chowned, 1u);
 }
 
 TEST_F(PlaceholderDevRootTest, AnotherDevicesNodeAndPlainFilesAreKept) {
-  Run("sda 0:0 0660\n", "add", "sda", DevNumber{8, 0});
+  Run(NodeStep::Kind::kCreate, "sda", "sda", "", {8, 0}, {0, 0}, 0660);
   // A remove for another number (a newer device took the name): kept, as with real nodes.
-  Run("sda 0:0 0660\n", "remove", "sda", DevNumber{8, 16});
+  Run(NodeStep::Kind::kRemove, "sda", "sda", "", {8, 16}, {0, 0}, 0660);
   EXPECT_EQ(Text("sda"), "hotring-node block 8:0 0:0 0660\n");
   EXPECT_EQ(report_.removed, 0u);
   // A file a command wrote where a node goes is not a node: neither replaced nor removed.
   std::ofstream(dev_ + "/sdb") << "log\n";
-  Run("sd[a-z] 0:0 0660\n", "add", "sdb", DevNumber{8, 16});
+  Run(NodeStep::Kind::kCreate, "sdb", "sdb", "", {8, 16}, {0, 0}, 0660);
   EXPECT_EQ(Text("sdb"), "log\n");
   ASSERT_EQ(report_.errors.size(), 1u);
   EXPECT_EQ(report_.errors[0], "node sdb: exists and is not a device node");
-  Run("sd[a-z] 0:0 0660\n", "remove", "sdb", DevNumber{8, 16});
+  Run(NodeStep::Kind::kRemove, "sdb", "sdb", "", {8, 16}, {0, 0}, 0660);
   EXPECT_EQ(Text("sdb"), "log\n");
 }
 
 }  // namespace
-}  // namespace hotring::hotplug::rules
+}  // namespace hotring::hotplug::devroot
