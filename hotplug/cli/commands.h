@@ -20,6 +20,9 @@ int SettleCommand(const std::vector<std::string>& args);
 int ControlCommandMain(const std::vector<std::string>& args);
 int MonitorCommand(const std::vector<std::string>& args);
 int TriggerCommand(const std::vector<std::string>& args);
+// busybox's mdev (hotplug/rules/mdev_applet.h), whose `mdev -d` runs the daemon through the
+// one launcher every daemon starts with.
+int MdevCommand(const std::vector<std::string>& args);
 int ReportCommand(const std::vector<std::string>& args);
 // Probes the kernel's io_uring and says what hotring can use.
 int SelfCheckCommand(const std::vector<std::string>& args);

@@ -17,7 +17,6 @@
 #include "hotplug/cli/commands.h"
 #include "hotplug/modules/modprobe_command.h"
 #include "hotplug/replay/replay_command.h"
-#include "hotplug/rules/mdev_applet.h"
 #include "ipc/bench_cli.h"
 
 namespace hotring::hotplug {
@@ -81,7 +80,7 @@ constexpr Command kCommands[] = {
     {"", "replay", "RECORDING", "run a recording through a private daemon into a manifest",
      replay::ReplayCommand},
     {"", "mdev", "[-s|-d [-f]]", "busybox's mdev (also when invoked as `mdev`, a symlink)",
-     rules::RunMdevApplet, "mdev"},
+     MdevCommand, "mdev"},
     {"", "init", "", "PID 1 of an initramfs (also as a program named init)", boot::InitCommand,
      "init"},
     {"", "modprobe", "", "kmod's modprobe (also as a program named modprobe)", ModprobeCommand,

@@ -31,7 +31,7 @@ absl::Status WriteAll(int fd, absl::string_view data) {
 
 
 // The --daemonize parent: waits for the child's word on `pipe` and returns the exit code.
-int AwaitChild(pid_t child, const UniqueFd& pipe) {
+int AwaitChild(pid_t child, const UniqueFd& pipe, absl::string_view name) {
   std::string said;
   char buffer[512];
   for (;;) {
@@ -47,7 +47,7 @@ int AwaitChild(pid_t child, const UniqueFd& pipe) {
   if (said.empty()) {
     said = absl::StrCat("the daemon ended before it was ready (", DescribeWaitStatus(status), ")");
   }
-  std::fprintf(stderr, "hotring daemon: %s\n", said.c_str());
+  std::fprintf(stderr, "%s: %s\n", std::string(name).c_str(), said.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   return code != 0 ? code : 1;
 }
@@ -99,7 +99,7 @@ void ReadinessNotifier::Failed(absl::string_view message) {
   ready_fd_.Reset();
 }
 
-absl::StatusOr<std::optional<int>> ReadinessNotifier::Daemonize() {
+absl::StatusOr<std::optional<int>> ReadinessNotifier::Daemonize(absl::string_view name) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
   UniqueFd read_end(fds[0]);
@@ -109,17 +109,12 @@ absl::StatusOr<std::optional<int>> ReadinessNotifier::Daemonize() {
   if (child < 0) return ErrnoStatus("fork");
   if (child > 0) {
     write_end.Reset();  // the child's copy is the only one: its exit reads as end of file
-    return std::optional<int>(AwaitChild(child, read_end));
+    return std::optional<int>(AwaitChild(child, read_end, name));
   }
   read_end.Reset();
   // A session of its own: no controlling terminal, and the caller's job control (a shell
   // closing, a terminal hangup) does not reach it.
   (void)::setsid();
-  if (const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-    ::close(null);
-  }
   parent_pipe_ = std::move(write_end);
   return std::optional<int>();
 }

@@ -40,10 +40,10 @@ class ReadinessNotifier {
 
   // --daemonize: forks. Returns, in the parent, the exit code to exit with once the child has
   // said it is ready (0) or has failed (its code, after printing its message to stderr as
-  // "hotring daemon: ..."); in the child (a new session, stdin and stdout on /dev/null, stderr
-  // kept for the log), nullopt, with the pipe to the parent now owned here. Call it before
-  // anything starts threads or creates an io_uring.
-  absl::StatusOr<std::optional<int>> Daemonize();
+  // "NAME: ..."); in the child (a new session; its standard streams are the caller's until the
+  // launcher detaches them), nullopt, with the pipe to the parent now owned here. Call it
+  // before anything starts threads or creates an io_uring.
+  absl::StatusOr<std::optional<int>> Daemonize(absl::string_view name = "hotring daemon");
 
  private:
   ReadinessNotifier() = default;

@@ -22,7 +22,6 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/daemon/daemon.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/firmware.h"
@@ -305,100 +304,36 @@ void ScanAll(const Context& ctx) {
 
 // mdev -d: the daemon with mdev's defaults. Like busybox, the netlink socket is open before the
 // scan (no uevent falls between them) and the caller gets control back only once the scan is
-// done: the background child tells the parent through a pipe.
-int RunDaemon(Context ctx, const Flags& flags) {
-  UniqueFd ready_read;
-  UniqueFd ready_write;
-  if (!flags.foreground) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-      Warn(absl::StrCat("pipe: ", std::strerror(errno)));
-      return 1;
-    }
-    ready_read.Reset(fds[0]);
-    ready_write.Reset(fds[1]);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      Warn(absl::StrCat("fork: ", std::strerror(errno)));
-      return 1;
-    }
-    if (pid > 0) {
-      ready_write.Reset();
-      char status = 1;  // EOF without a byte: the child failed before the scan was done
-      while (::read(ready_read.get(), &status, 1) < 0 && errno == EINTR) {
-      }
-      return status;
-    }
-    ready_read.Reset();
-    ::setsid();
-  }
-  auto tell_parent = [&](char status) {
-    if (!ready_write.valid()) return;
-    (void)!::write(ready_write.get(), &status, 1);
-    ready_write.Reset();
-  };
-
-  const LogLevel level = flags.verbose >= 2   ? LogLevel::kDebug
-                         : flags.verbose == 1 ? LogLevel::kInfo
-                                              : LogLevel::kWarning;  // busybox says nothing
-  (void)InitLogging(flags.syslog ? LogSink::kKmsg : LogSink::kStderr, level, "mdev");
-
-  // Commands' stdin is /dev/null, which the handler opens when it is made. In an empty /dev the
-  // scan comes first, to make /dev/null from /sys/dev/char/1:3 (the window between scan and
-  // netlink socket is then open, as it is not otherwise).
-  const bool scan_first = ::access("/dev/null", F_OK) != 0;
-  if (scan_first) ScanAll(ctx);
-  RulesHandler::Options handler_options;
-  handler_options.config.file = kConfig;
-  handler_options.dev_root = kDevRoot;
-  handler_options.sysfs_root = kSysRoot;
-  absl::StatusOr<std::unique_ptr<RulesHandler>> handler =
-      RulesHandler::Create(std::move(handler_options));
-  if (!handler.ok()) {
-    Warn(handler.status().message());
-    tell_parent(1);
-    return 1;
-  }
-  DaemonOptions options;
+// done (the daemon says it is ready after it).
+int RunDaemon(std::shared_ptr<Context> ctx, const Flags& flags,
+              const MdevDaemonRunner& run_daemon) {
+  MdevDaemon daemon;
+  daemon.handler.config.file = kConfig;
+  daemon.handler.dev_root = kDevRoot;
+  daemon.handler.sysfs_root = kSysRoot;
   // The control socket where hotring's clients look for it; in a root with no /run (a bare
   // chroot), an abstract socket of the same name instead.
   struct stat run_dir;
-  if (::stat("/run", &run_dir) != 0 || !S_ISDIR(run_dir.st_mode)) {
-    options.socket = "@/run/hotring/control";
-  }
-  options.sysfs_root = kSysRoot;
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-      Daemon::Create(std::move(options), std::move(*handler));
-  if (!daemon.ok()) {
-    Warn(daemon.status().message());
-    tell_parent(1);
-    return 1;
-  }
-  if (!scan_first) ScanAll(ctx);
-  tell_parent(0);
-  if (!flags.foreground) {
-    // The scan's output went to the caller's terminal; from now on there is nobody to read it.
-    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null_fd >= 0) {
-      ::dup2(null_fd, 0);
-      if (!flags.syslog) {
-        ::dup2(null_fd, 1);
-        ::dup2(null_fd, 2);
-      }
-      ::close(null_fd);
-    }
-  }
-  const absl::Status run = (*daemon)->Run();
-  if (!run.ok()) {
-    Warn(run.message());
-    return 1;
-  }
-  return 0;
+  daemon.socket = ::stat("/run", &run_dir) != 0 || !S_ISDIR(run_dir.st_mode)
+                      ? "@/run/hotring/control"
+                      : "/run/hotring/control";
+  daemon.sysfs_root = kSysRoot;
+  daemon.foreground = flags.foreground;
+  daemon.syslog = flags.syslog;
+  daemon.level = flags.verbose >= 2   ? LogLevel::kDebug
+                 : flags.verbose == 1 ? LogLevel::kInfo
+                                      : LogLevel::kWarning;  // busybox says nothing
+  // Commands' stdin is /dev/null, which the handler opens when it is made. In an empty /dev the
+  // scan comes first, to make /dev/null from /sys/dev/char/1:3 (the window between scan and
+  // netlink socket is then open, as it is not otherwise).
+  daemon.scan_first = ::access("/dev/null", F_OK) != 0;
+  daemon.scan = [ctx] { ScanAll(*ctx); };
+  return run_daemon(std::move(daemon));
 }
 
 }  // namespace
 
-int RunMdevApplet(const std::vector<std::string>& args) {
+int RunMdevApplet(const std::vector<std::string>& args, const MdevDaemonRunner& run_daemon) {
   for (const std::string& arg : args) {
     if (arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -427,21 +362,22 @@ int RunMdevApplet(const std::vector<std::string>& args) {
     Warn(root.status().message());
     return 1;
   }
-  Context ctx{.rules = std::move(*rules), .root = std::move(*root), .verbose = flags.verbose};
+  auto ctx = std::make_shared<Context>(
+      Context{.rules = std::move(*rules), .root = std::move(*root), .verbose = flags.verbose});
   if (flags.daemon || flags.scan) {
     // The device holding "/" gets a "root" link (busybox, scan only).
     struct stat st;
     if (::stat("/", &st) == 0) {
-      ctx.plan_options.root_device =
+      ctx->plan_options.root_device =
           DevNumber{.major = ::major(st.st_dev), .minor = ::minor(st.st_dev)};
     }
   }
-  if (flags.daemon) return RunDaemon(std::move(ctx), flags);
+  if (flags.daemon) return RunDaemon(std::move(ctx), flags, run_daemon);
   if (flags.scan) {
-    ScanAll(ctx);
+    ScanAll(*ctx);
     return 0;
   }
-  return HandleEnvironmentEvent(ctx);
+  return HandleEnvironmentEvent(*ctx);
 }
 
 }  // namespace hotring::hotplug::rules
