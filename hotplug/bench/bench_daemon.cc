@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "hotplug/client/daemon_child.h"
+#include "io/process/child_process.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {
@@ -127,7 +128,7 @@ absl::StatusOr<BenchDaemon> BenchDaemon::Start(Options options) {
   if (status.has_value()) d.pid_ = -1;  // else dropping `d` stops it
   return absl::FailedPreconditionError(
       absl::StrCat("bench daemon ended at start-up (",
-                   status.has_value() ? DescribeWaitStatus(*status) : "still running", "): ",
+                   status.has_value() ? io::process::DescribeWaitStatus(*status) : "still running", "): ",
                    d.Log()));
 }
 
@@ -189,7 +190,7 @@ absl::Status BenchDaemon::Stop(absl::Duration timeout) {
   pid_ = -1;
   if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
     return absl::InternalError(
-        absl::StrCat("bench daemon ended with ", DescribeWaitStatus(*status), ": ", Log()));
+        absl::StrCat("bench daemon ended with ", io::process::DescribeWaitStatus(*status), ": ", Log()));
   }
   return absl::OkStatus();
 }

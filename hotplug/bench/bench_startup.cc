@@ -28,6 +28,7 @@
 #include "core/unique_fd.h"
 #include "hotplug/client/client.h"
 #include "hotplug/wire.h"
+#include "io/process/child_process.h"
 
 extern char** environ;
 
@@ -36,12 +37,6 @@ namespace {
 
 constexpr int kReadyFd = 3;  // the daemon's --ready-fd in every start
 constexpr absl::Duration kStartTimeout = absl::Seconds(10);
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
-  return absl::StrCat("wait status ", status);
-}
 
 // Waits up to `timeout` for `pid` (any child when -1) to exit; its wait status, or nullopt.
 std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
@@ -97,7 +92,7 @@ class Child {
     }
     pid_ = -1;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      return absl::InternalError(absl::StrCat("daemon ended with ", DescribeWaitStatus(status)));
+      return absl::InternalError(absl::StrCat("daemon ended with ", io::process::DescribeWaitStatus(status)));
     }
     return DurationFromTimeval(usage.ru_utime) + DurationFromTimeval(usage.ru_stime);
   }
@@ -142,7 +137,7 @@ class StartupBench {
     const absl::Duration took = Since(start, MonoNow());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(absl::StrCat("control status ended with ",
-                                              DescribeWaitStatus(status), ": ", Log()));
+                                              io::process::DescribeWaitStatus(status), ": ", Log()));
     }
     HOTRING_RETURN_IF_ERROR(daemon.Stop().status());
     return took;
@@ -160,7 +155,7 @@ class StartupBench {
     const absl::Duration took = Since(start, MonoNow());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(absl::StrCat("daemon --daemonize ended with ",
-                                              DescribeWaitStatus(status), ": ", Log()));
+                                              io::process::DescribeWaitStatus(status), ": ", Log()));
     }
     ControlRequest exit;
     exit.command = ControlCommand::kExit;
@@ -233,7 +228,7 @@ class StartupBench {
     if (::read(ready.get(), &byte, 1) == 1 && byte == '\n') return absl::OkStatus();
     const int status = daemon.Wait();
     return absl::InternalError(absl::StrCat("daemon ended before it was ready (",
-                                            DescribeWaitStatus(status), "): ", Log()));
+                                            io::process::DescribeWaitStatus(status), "): ", Log()));
   }
 
   std::string Log() const {

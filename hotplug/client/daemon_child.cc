@@ -15,14 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "io/process/child_process.h"
 
 namespace hotring::hotplug {
 
-std::string DescribeWaitStatus(int wait_status) {
-  if (WIFEXITED(wait_status)) return absl::StrCat("exit ", WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) return absl::StrCat("signal ", WTERMSIG(wait_status));
-  return absl::StrCat("wait status ", wait_status);
-}
+using io::process::DescribeWaitStatus;
 
 absl::StatusOr<DaemonChild> DaemonChild::Start(const Options& options) {
   int pipe_fds[2];

@@ -18,9 +18,6 @@
 
 namespace hotring::hotplug {
 
-// "exit N" or "signal N", for a waitpid status.
-[[nodiscard]] std::string DescribeWaitStatus(int wait_status);
-
 // A started daemon. Owns the child process (destruction SIGKILLs and reaps it while it runs)
 // and the read end of its ready pipe.
 class DaemonChild {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "io/process/child_process.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -29,7 +30,7 @@ TEST(DaemonChildTest, ReadyThenTerminated) {
   ASSERT_TRUE(child.ok()) << child.status();
   ASSERT_TRUE(child->WaitReady(absl::Seconds(30)).ok());
   EXPECT_TRUE(child->CheckAlive().ok());
-  EXPECT_EQ(DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
+  EXPECT_EQ(io::process::DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
   EXPECT_FALSE(child->running());
   EXPECT_FALSE(child->CheckAlive().ok());
 }
@@ -59,7 +60,7 @@ TEST(DaemonChildTest, TheNetlinkSocketGoesToFdFourWhateverFdItHadHere) {
   ::close(socket_fd);
   ASSERT_TRUE(child.ok()) << child.status();
   EXPECT_TRUE(child->WaitReady(absl::Seconds(30)).ok());
-  EXPECT_EQ(DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
+  EXPECT_EQ(io::process::DescribeWaitStatus(child->Terminate(absl::Seconds(30))), "signal 15");
 }
 
 TEST(DaemonChildTest, GivingUpSaysHowItEndedAndItsStderrGoesWhereAsked) {
@@ -86,7 +87,7 @@ TEST(DaemonChildTest, NeverReadyIsADeadlineAndStoppingKillsIt) {
   EXPECT_TRUE(absl::IsDeadlineExceeded(child->WaitReady(absl::Milliseconds(200))));
   EXPECT_EQ(child->WaitExit(absl::Milliseconds(10)), std::nullopt);
   // SIGTERM ignored: SIGKILL after the grace.
-  EXPECT_EQ(DescribeWaitStatus(child->Terminate(absl::Milliseconds(200))), "signal 9");
+  EXPECT_EQ(io::process::DescribeWaitStatus(child->Terminate(absl::Milliseconds(200))), "signal 9");
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "hotplug/replay/recording.h"
 #include "hotplug/replay/tree.h"
 #include "hotplug/wire.h"
+#include "io/process/child_process.h"
 
 extern char** environ;
 
@@ -361,7 +362,7 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
     if (!settled.ok()) {
       manifest.problems.push_back(absl::StrCat("events not handled: ", settled.message()));
     }
-    const std::string exit = DescribeWaitStatus(daemon.Terminate(absl::Seconds(30)));
+    const std::string exit = io::process::DescribeWaitStatus(daemon.Terminate(absl::Seconds(30)));
     if (exit != "exit 0") manifest.problems.push_back(absl::StrCat("daemon ", exit));
   }
   HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev", {::geteuid(), ::getegid()}));
