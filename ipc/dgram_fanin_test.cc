@@ -2,10 +2,10 @@
 
 #include <sys/resource.h>
 
+#include "core/json.h"
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "core/json.h"
 
 namespace hotring::ipc {
 namespace {

@@ -12,10 +12,10 @@
 
 #include "absl/time/clock.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "core/json.h"
 #include "ipc/sysv_queue.h"
 
 namespace hotring::ipc {

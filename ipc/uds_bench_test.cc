@@ -14,15 +14,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/command_table.h"
 #include "core/status.h"
 #include "core/task_scope.h"
 #include "gtest/gtest.h"
 #include "io/ops.h"
-#include "io/reactor.h"
-#include "io/socket.h"
 #include "io/process/child_process.h"
 #include "io/process/spawner.h"
-#include "core/command_table.h"
+#include "io/reactor.h"
+#include "io/socket.h"
 #include "ipc/bench_cli.h"
 #include "ipc/uds_launcher.h"
 

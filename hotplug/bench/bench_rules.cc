@@ -24,11 +24,11 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/devroot/user_db.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/mdev_scan.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug::bench {
 namespace {

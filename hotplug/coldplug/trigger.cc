@@ -27,12 +27,12 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/coldplug/trigger_needed.h"
+#include "hotplug/devroot/user_db.h"
 #include "hotplug/modules/bus_controller.h"
 #include "hotplug/modules/kmod_resolver.h"
 #include "hotplug/modules/module_index.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/coldplug/trigger_needed.h"
-#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug {
 namespace {
