@@ -14,7 +14,10 @@ constexpr size_t kSummaryColumn = 25;
 const Command* FindCommand(absl::Span<const Command> table, absl::string_view group,
                            absl::string_view name) {
   for (const Command& command : table) {
-    if (command.group == group && command.name == name) return &command;
+    if (command.group != group) continue;
+    for (absl::string_view alias : absl::StrSplit(command.name, '|')) {
+      if (alias == name) return &command;
+    }
   }
   return nullptr;
 }
@@ -36,7 +39,8 @@ std::string CommandList(absl::Span<const Command> table, absl::string_view group
   std::string out;
   for (const Command& command : table) {
     if (command.group != group) continue;
-    std::string head = absl::StrCat("  ", command.name);
+    const absl::string_view name = command.name.substr(0, command.name.find('|'));
+    std::string head = absl::StrCat("  ", name);
     if (!command.synopsis.empty()) absl::StrAppend(&head, " ", command.synopsis);
     bool first = true;
     for (absl::string_view line : absl::StrSplit(command.summary, '\n')) {

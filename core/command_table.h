@@ -16,6 +16,7 @@ namespace hotring {
 struct Command {
   // The group it is listed in: "" for a command of the binary, "bench" for a benchmark.
   absl::string_view group;
+  // "--version|version": other names after the first are accepted too, and not listed.
   absl::string_view name;
   // What follows the name in the usage ("[-s|-d [-f]]"); may be empty.
   absl::string_view synopsis;

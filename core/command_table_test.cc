@@ -17,6 +17,7 @@ constexpr Command kTable[] = {
     {"", "mdev", "[-s|-d [-f]]", "busybox's mdev\n(also as `mdev`)", RunMdev, "mdev|mdev.static"},
     {"bench", "events", "", "the event pipeline", RunBenchEvents},
     {"", "a-command-with-a-long-name", "[ARGS]", "said on the next line", RunDaemon},
+    {"", "--version|version", "", "print the version", RunBenchEvents},
 };
 
 TEST(CommandTableTest, FindsByGroupAndName) {
@@ -28,6 +29,12 @@ TEST(CommandTableTest, FindsByGroupAndName) {
   ASSERT_NE(events, nullptr);
   EXPECT_EQ(events->run({}), 30);
   EXPECT_EQ(FindCommand(kTable, "", "nope"), nullptr);
+  // Every name of an entry finds it; a part of one does not.
+  const Command* version = FindCommand(kTable, "", "--version");
+  ASSERT_NE(version, nullptr);
+  EXPECT_EQ(FindCommand(kTable, "", "version"), version);
+  EXPECT_EQ(FindCommand(kTable, "", "--version|version"), nullptr);
+  EXPECT_EQ(FindCommand(kTable, "", "vers"), nullptr);
 }
 
 TEST(CommandTableTest, FindsByTheProgramNameOfArgv0) {
@@ -46,7 +53,8 @@ TEST(CommandTableTest, ListsAGroupInTableOrder) {
             "  mdev [-s|-d [-f]]      busybox's mdev\n"
             "                         (also as `mdev`)\n"
             "  a-command-with-a-long-name [ARGS]\n"
-            "                         said on the next line\n");
+            "                         said on the next line\n"
+            "  --version              print the version\n");
   EXPECT_EQ(CommandList(kTable, "bench"), "  events                 the event pipeline\n");
 }
 

@@ -1,5 +1,6 @@
 #include "core/flags.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -47,10 +48,7 @@ FlagSet& FlagSet::Add(Flag flag) {
 }
 
 FlagSet& FlagSet::Bool(absl::string_view names, bool* dest, absl::string_view help) {
-  return Switch(names, help, [dest] {
-    *dest = true;
-    return absl::OkStatus();
-  });
+  return Store(names, dest, true, help);
 }
 
 FlagSet& FlagSet::Switch(absl::string_view names, absl::string_view help,
@@ -315,80 +313,20 @@ std::string FlagSet::Usage() const {
   return out;
 }
 
-bool FlagReader::Next() {
-  if (next_ >= args_.size()) return false;
-  const std::string& arg = args_[next_++];
-  inline_value_.reset();
-  positional_ = !absl::StartsWith(arg, "--");
-  const size_t eq = arg.find('=');
-  if (!positional_ && eq != std::string::npos) {
-    flag_ = arg.substr(0, eq);
-    inline_value_ = arg.substr(eq + 1);
-  } else {
-    flag_ = arg;
-  }
-  return true;
+std::optional<int> FlagSet::ParseForCommand(const std::vector<std::string>& args) const {
+  const absl::StatusOr<FlagsParsed> parsed = Parse(args);
+  if (!parsed.ok()) return ReportError(command_, parsed.status());
+  if (*parsed == FlagsParsed::kHelpShown) return 0;
+  return std::nullopt;
 }
 
-absl::StatusOr<std::string> FlagReader::String() {
-  if (inline_value_.has_value()) return *std::exchange(inline_value_, std::nullopt);
-  if (next_ >= args_.size()) return Error(absl::StrCat(flag_, " needs a value"));
-  return args_[next_++];
-}
-
-absl::StatusOr<int64_t> FlagReader::Int() {
-  absl::StatusOr<std::string> text = String();
-  if (!text.ok()) return text.status();
-  int64_t value;
-  if (!absl::SimpleAtoi(*text, &value)) {
-    return Error(absl::StrCat(flag_, " needs an integer, got '", *text, "'"));
-  }
-  return value;
-}
-
-absl::StatusOr<int64_t> FlagReader::IntInRange(int64_t min, int64_t max) {
-  absl::StatusOr<int64_t> value = Int();
-  if (!value.ok()) return value.status();
-  if (*value < min || *value > max) {
-    return Error(absl::StrCat(flag_, " must be between ", min, " and ", max, ", got ", *value));
-  }
-  return value;
-}
-
-absl::StatusOr<double> FlagReader::Double() {
-  absl::StatusOr<std::string> text = String();
-  if (!text.ok()) return text.status();
-  double value;
-  if (!absl::SimpleAtod(*text, &value) || value != value) {
-    return Error(absl::StrCat(flag_, " needs a number, got '", *text, "'"));
-  }
-  return value;
-}
-
-absl::StatusOr<absl::Duration> FlagReader::Seconds() {
-  absl::StatusOr<double> value = Double();
-  if (!value.ok()) return value.status();
-  if (*value < 0 || *value > 1e9) {
-    return Error(absl::StrCat(flag_, " needs a number of seconds >= 0, got ", *value));
-  }
-  return absl::Seconds(*value);
-}
-
-std::optional<std::string> FlagReader::InlineValue() {
-  return std::exchange(inline_value_, std::nullopt);
-}
-
-absl::Status FlagReader::NoValue() const {
-  if (inline_value_.has_value()) return Error(absl::StrCat(flag_, " takes no value"));
-  return absl::OkStatus();
-}
-
-absl::Status FlagReader::Unknown() const {
-  return Error(absl::StrCat("unknown argument '", flag_, "' (try --help)"));
-}
-
-absl::Status FlagReader::Error(absl::string_view message) const {
-  return absl::InvalidArgumentError(absl::StrCat(command_, ": ", message));
+int ReportError(absl::string_view command, const absl::Status& status) {
+  absl::string_view message = status.message();
+  const std::string prefix = absl::StrCat(command, ": ");
+  if (absl::StartsWith(message, prefix)) message.remove_prefix(prefix.size());
+  std::fprintf(stderr, "hotring %s: %s\n", std::string(command).c_str(),
+               std::string(message).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
 }  // namespace hotring

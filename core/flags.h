@@ -49,6 +49,14 @@ class FlagSet {
 
   // A switch: sets *dest to true.
   FlagSet& Bool(absl::string_view names, bool* dest, absl::string_view help);
+  // A switch that stores `value` in *dest: --no-netlink (false), --sync/--async (an enum).
+  template <typename T>
+  FlagSet& Store(absl::string_view names, T* dest, T value, absl::string_view help) {
+    return Switch(names, help, [dest, value] {
+      *dest = value;
+      return absl::OkStatus();
+    });
+  }
   // A switch that runs `action` each time it is given (counting -v, setting several fields).
   FlagSet& Switch(absl::string_view names, absl::string_view help,
                   std::function<absl::Status()> action);
@@ -98,8 +106,13 @@ class FlagSet {
   // The usage text: the synopsis, then one line per flag (names, value, help) and the texts.
   [[nodiscard]] std::string Usage() const;
 
+  // For a command's entry point: parses `args`; nullopt when the command is to run, else its
+  // exit code: 0 once --help was printed, 2 for a bad argument (reported with ReportError).
+  [[nodiscard]] std::optional<int> ParseForCommand(const std::vector<std::string>& args) const;
+
   // InvalidArgument "<command>: <message>".
   [[nodiscard]] absl::Status Error(absl::string_view message) const;
+  [[nodiscard]] const std::string& command() const { return command_; }
 
   // The integer parser behind Int, for values checked elsewhere.
   [[nodiscard]] static absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min,
@@ -136,47 +149,10 @@ class FlagSet {
   std::vector<std::string>* positionals_ = nullptr;
 };
 
-// The argument walker the commands used before FlagSet; goes once none does.
-// Borrows the argument list for the duration of the parse; owns the current flag's name.
-class FlagReader {
- public:
-  // `command` prefixes errors, e.g. "daemon" or "bench uds".
-  FlagReader(absl::string_view command, const std::vector<std::string>& args)
-      : command_(command), args_(args) {}
-
-  // Advances to the next argument; false when none is left.
-  [[nodiscard]] bool Next();
-  // The current argument, without any "=value" part.
-  [[nodiscard]] const std::string& flag() const { return flag_; }
-  // True when the current argument is not a --flag (a positional argument, or "-").
-  [[nodiscard]] bool positional() const { return positional_; }
-
-  // The current flag's value (from "=value" or the next argument).
-  absl::StatusOr<std::string> String();
-  absl::StatusOr<int64_t> Int();
-  // Int() within [min, max].
-  absl::StatusOr<int64_t> IntInRange(int64_t min, int64_t max);
-  absl::StatusOr<double> Double();
-  // A duration in seconds (fractions allowed, not negative): "5", "0.25".
-  absl::StatusOr<absl::Duration> Seconds();
-  // Only an "=value" counts ("--wait" or "--wait=10"); nullopt when there is none.
-  [[nodiscard]] std::optional<std::string> InlineValue();
-  // A flag that takes no value must not be given one ("--json=1").
-  absl::Status NoValue() const;
-
-  // The error for an argument this command does not know.
-  [[nodiscard]] absl::Status Unknown() const;
-  // An InvalidArgument error prefixed with the command's name.
-  [[nodiscard]] absl::Status Error(absl::string_view message) const;
-
- private:
-  std::string command_;
-  const std::vector<std::string>& args_;
-  size_t next_ = 0;
-  std::string flag_;
-  bool positional_ = false;
-  std::optional<std::string> inline_value_;
-};
+// Prints `status` on stderr as "hotring <command>: <message>" (a message that starts with
+// "<command>: " already, as FlagSet's errors do, is not prefixed twice) and returns the exit
+// code: 2 for InvalidArgument (bad arguments), else 1.
+int ReportError(absl::string_view command, const absl::Status& status);
 
 }  // namespace hotring
 

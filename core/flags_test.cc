@@ -191,5 +191,44 @@ TEST(FlagSetTest, ParseIntAndSecondsCheckRanges) {
   EXPECT_FALSE(FlagSet::ParseSeconds("-0.5").ok());
 }
 
+TEST(FlagSetTest, StoreSetsAValueOfAnyType) {
+  enum class Mode { kSync, kAsync };
+  Mode mode = Mode::kSync;
+  bool netlink = true;
+  FlagSet flags("bench uds", "usage: hotring bench uds");
+  flags.Store("--sync", &mode, Mode::kSync, "")
+      .Store("--async", &mode, Mode::kAsync, "")
+      .Store("--no-netlink", &netlink, false, "");
+  ASSERT_EQ(*flags.Parse({"--async", "--no-netlink"}), FlagsParsed::kRun);
+  EXPECT_EQ(mode, Mode::kAsync);
+  EXPECT_FALSE(netlink);
+  ASSERT_EQ(*flags.Parse({"--sync"}), FlagsParsed::kRun);  // the last one given wins
+  EXPECT_EQ(mode, Mode::kSync);
+  EXPECT_FALSE(flags.Parse({"--async=1"}).ok());
+}
+
+TEST(FlagSetTest, ParseForCommandGivesTheExitCode) {
+  Parsed p;
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  Declare(flags, p);
+  EXPECT_EQ(flags.ParseForCommand({"--json"}), std::nullopt);
+  EXPECT_TRUE(p.json);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(flags.ParseForCommand({"--children-max", "0"}), 2);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "hotring daemon: --children-max must be between 1 and 4096, got 0\n");
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(flags.ParseForCommand({"--help"}), 0);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), flags.Usage());
+}
+
+TEST(ReportErrorTest, NamesTheCommandOnceAndSaysTwoForBadArguments) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ReportError("send", absl::InvalidArgumentError("send: --env needs a value")), 2);
+  EXPECT_EQ(ReportError("send", absl::UnavailableError("no daemon")), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "hotring send: --env needs a value\nhotring send: no daemon\n");
+}
+
 }  // namespace
 }  // namespace hotring

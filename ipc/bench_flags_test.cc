@@ -1,67 +1,33 @@
-#include "core/flags.h"
+#include <string>
 
-#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "core/command_table.h"
 #include "core/json.h"
+#include "gtest/gtest.h"
+#include "ipc/bench_cli.h"
 
 namespace hotring::ipc {
 namespace {
 
-TEST(FlagReaderTest, ReadsSeparateAndInlineValues) {
-  const std::vector<std::string> args = {"--queues", "3", "--seconds=0.5", "--json"};
-  FlagReader flags("bench sysv", args);
-  ASSERT_TRUE(flags.Next());
-  EXPECT_EQ(flags.flag(), "--queues");
-  absl::StatusOr<int64_t> queues = flags.Int();
-  ASSERT_TRUE(queues.ok());
-  EXPECT_EQ(*queues, 3);
-  ASSERT_TRUE(flags.Next());
-  EXPECT_EQ(flags.flag(), "--seconds");
-  absl::StatusOr<double> seconds = flags.Double();
-  ASSERT_TRUE(seconds.ok());
-  EXPECT_DOUBLE_EQ(*seconds, 0.5);
-  ASSERT_TRUE(flags.Next());
-  EXPECT_EQ(flags.flag(), "--json");
-  EXPECT_TRUE(flags.NoValue().ok());
-  EXPECT_FALSE(flags.Next());
-}
-
-TEST(FlagReaderTest, MissingOrMalformedValuesAreInvalidArgument) {
-  {
-    const std::vector<std::string> args = {"--queues"};
-    FlagReader flags("bench sysv", args);
-    ASSERT_TRUE(flags.Next());
-    const absl::StatusOr<int64_t> value = flags.Int();
-    EXPECT_TRUE(absl::IsInvalidArgument(value.status()));
-    EXPECT_NE(value.status().message().find("--queues needs a value"), absl::string_view::npos);
+// Each bench's flag table answers --help (exit 0, nothing run) and refuses what it does not
+// know (exit 2); the parsing itself is FlagSet's (core/flags_test.cc).
+TEST(IpcBenchFlagsTest, EveryBenchAnswersHelpAndRefusesUnknownFlags) {
+  ASSERT_EQ(IpcBenches().size(), 5u);
+  for (const Command& bench : IpcBenches()) {
+    EXPECT_EQ(bench.group, "bench");
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(bench.run({"--help"}), 0) << bench.name;
+    const std::string help = ::testing::internal::GetCapturedStdout();
+    EXPECT_NE(help.find(absl::StrCat("usage: hotring bench ", bench.name, " ")), std::string::npos)
+        << help;
+    EXPECT_NE(help.find("--json"), std::string::npos) << help;
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(bench.run({"--bogus"}), 2) << bench.name;
+    const std::string error = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(error.find(absl::StrCat("bench ", bench.name, ": unknown argument '--bogus'")),
+              std::string::npos)
+        << error;
   }
-  {
-    const std::vector<std::string> args = {"--queues", "three"};
-    FlagReader flags("bench sysv", args);
-    ASSERT_TRUE(flags.Next());
-    EXPECT_TRUE(absl::IsInvalidArgument(flags.Int().status()));
-  }
-  {
-    const std::vector<std::string> args = {"--seconds", "nan"};
-    FlagReader flags("bench sysv", args);
-    ASSERT_TRUE(flags.Next());
-    EXPECT_TRUE(absl::IsInvalidArgument(flags.Double().status()));
-  }
-  {
-    const std::vector<std::string> args = {"--json=yes"};
-    FlagReader flags("bench sysv", args);
-    ASSERT_TRUE(flags.Next());
-    EXPECT_TRUE(absl::IsInvalidArgument(flags.NoValue()));
-  }
-}
-
-TEST(FlagReaderTest, UnknownNamesTheCommandAndTheArgument) {
-  const std::vector<std::string> args = {"stray"};
-  FlagReader flags("bench uds", args);
-  ASSERT_TRUE(flags.Next());
-  const absl::Status status = flags.Unknown();
-  EXPECT_TRUE(absl::IsInvalidArgument(status));
-  EXPECT_NE(status.message().find("bench uds"), absl::string_view::npos);
-  EXPECT_NE(status.message().find("'stray'"), absl::string_view::npos);
 }
 
 TEST(JsonTest, ObjectRoundTripsNumbers) {

@@ -2,10 +2,10 @@
 
 #include <sys/resource.h>
 
+#include "core/json.h"
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "core/json.h"
 
 namespace hotring::ipc {
 namespace {
@@ -76,11 +76,11 @@ TEST(DgramFaninTest, BadOptionsAreRejected) {
   options.messages = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateDgramFaninOptions(options)));
 
-  EXPECT_EQ(RunIpcBench("dgram-fanin", {"--clients", "0"}), 2);
-  EXPECT_EQ(RunIpcBench("dgram-fanin", {"--messages", "-1"}), 2);
-  EXPECT_EQ(RunIpcBench("dgram-fanin", {"--clients", "5000", "--waiter", "select"}), 2);
-  EXPECT_EQ(RunIpcBench("dgram-fanin", {"--waiter", "poll"}), 2);
-  EXPECT_EQ(RunIpcBench("dgram-fanin", {"--cpu", "4095"}), 2);
+  EXPECT_EQ(BenchDgramFaninCommand({"--clients", "0"}), 2);
+  EXPECT_EQ(BenchDgramFaninCommand({"--messages", "-1"}), 2);
+  EXPECT_EQ(BenchDgramFaninCommand({"--clients", "5000", "--waiter", "select"}), 2);
+  EXPECT_EQ(BenchDgramFaninCommand({"--waiter", "poll"}), 2);
+  EXPECT_EQ(BenchDgramFaninCommand({"--cpu", "4095"}), 2);
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 
 #include "absl/time/clock.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "gtest/gtest.h"
 #include "io/reactor.h"
 #include "ipc/bench_cli.h"
-#include "core/json.h"
 #include "ipc/sysv_queue.h"
 
 namespace hotring::ipc {
@@ -167,11 +167,11 @@ TEST_F(SysvBenchTest, BadOptionsAreRejectedBeforeAnyQueueExists) {
   EXPECT_TRUE(absl::IsInvalidArgument(Run(too_many).status()));
   EXPECT_EQ(Queues(), 0);
 
-  EXPECT_EQ(RunIpcBench("sysv", {"--queues", "0"}), 2);
-  EXPECT_EQ(RunIpcBench("sysv", {"--seconds", "-1"}), 2);
-  EXPECT_EQ(RunIpcBench("sysv", {"--seconds", "0"}), 2);
-  EXPECT_EQ(RunIpcBench("sysv", {"--queues"}), 2);
-  EXPECT_EQ(RunIpcBench("sysv", {"--bogus"}), 2);
+  EXPECT_EQ(BenchSysvCommand({"--queues", "0"}), 2);
+  EXPECT_EQ(BenchSysvCommand({"--seconds", "-1"}), 2);
+  EXPECT_EQ(BenchSysvCommand({"--seconds", "0"}), 2);
+  EXPECT_EQ(BenchSysvCommand({"--queues"}), 2);
+  EXPECT_EQ(BenchSysvCommand({"--bogus"}), 2);
   EXPECT_EQ(Queues(), 0);
 }
 
@@ -195,7 +195,7 @@ TEST_F(SysvBenchTest, JsonReportCarriesTheTotals) {
 int SignalMidRun(int signo) {
   const pid_t child = ::fork();
   if (child == 0) {
-    ::_exit(RunIpcBench("sysv", {"--queues", "3", "--seconds", "60"}));
+    ::_exit(BenchSysvCommand({"--queues", "3", "--seconds", "60"}));
   }
   EXPECT_GT(child, 0);
   bool started = false;

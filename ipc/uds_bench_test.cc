@@ -14,14 +14,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/command_table.h"
 #include "core/status.h"
 #include "core/task_scope.h"
 #include "gtest/gtest.h"
 #include "io/ops.h"
-#include "io/reactor.h"
-#include "io/socket.h"
 #include "io/process/child_process.h"
 #include "io/process/spawner.h"
+#include "io/reactor.h"
+#include "io/socket.h"
 #include "ipc/bench_cli.h"
 #include "ipc/uds_launcher.h"
 
@@ -94,17 +95,17 @@ TEST(UdsOptionsTest, TheKernelAgreesWithTheLimit) {
 TEST(UdsCliTest, BadArgumentsExitWithTwo) {
   absl::StatusOr<size_t> limit = SeqpacketMessageLimit();
   ASSERT_TRUE(limit.ok());
-  EXPECT_EQ(RunIpcBench("uds", {"--size", absl::StrCat(*limit + 1)}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--size", "0"}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--size", "-5"}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--loops", "0"}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--mode", "broadcast"}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--server-cpu", "100000"}), 2);
-  EXPECT_EQ(RunIpcBench("uds", {"--server-cpu", "1023"}), 2) << "not an allowed CPU here";
-  EXPECT_EQ(RunIpcBench("uds", {"--timeout", "-1"}), 2);
-  EXPECT_EQ(RunIpcBench("uds-client", {"--size", absl::StrCat(*limit + 1)}), 2);
-  EXPECT_EQ(RunIpcBench("uds-server", {"--socket", "@x", "--listen-fd", "3"}), 2);
-  EXPECT_EQ(RunIpcBench("uds-server", {"--mode"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--size", absl::StrCat(*limit + 1)}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--size", "0"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--size", "-5"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--loops", "0"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--mode", "broadcast"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--server-cpu", "100000"}), 2);
+  EXPECT_EQ(BenchUdsCommand({"--server-cpu", "1023"}), 2) << "not an allowed CPU here";
+  EXPECT_EQ(BenchUdsCommand({"--timeout", "-1"}), 2);
+  EXPECT_EQ(BenchUdsClientCommand({"--size", absl::StrCat(*limit + 1)}), 2);
+  EXPECT_EQ(BenchUdsServerCommand({"--socket", "@x", "--listen-fd", "3"}), 2);
+  EXPECT_EQ(BenchUdsServerCommand({"--mode"}), 2);
 }
 
 // ---- in-process: server and client coroutines on one reactor ----
@@ -406,7 +407,10 @@ TEST(UdsServerProcessTest, StandaloneServerAndClientTalk) {
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "bench") == 0) {
-    return hotring::ipc::RunIpcBench(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+    const hotring::Command* bench =
+        hotring::FindCommand(hotring::ipc::IpcBenches(), "bench", argv[2]);
+    if (bench == nullptr) return 2;
+    return bench->run(std::vector<std::string>(argv + 3, argv + argc));
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

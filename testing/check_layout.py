@@ -25,7 +25,7 @@ LAYERS = [
     ["hotplug/probe", "hotplug/devroot", "hotplug/report"],
     ["hotplug/udev"],
     ["hotplug/rules", "hotplug/modules", "hotplug/udevcompat", "hotplug/udevrules"],
-    ["hotplug/daemon", "hotplug/client"],
+    ["hotplug/daemon", "hotplug/client", "hotplug/coldplug"],
     ["hotplug/boot", "hotplug/replay", "hotplug/bench", "ipc"],
     ["hotplug/cli"],
     [""],  # the root: main.cc

@@ -21,7 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 
 extern char** environ;
 

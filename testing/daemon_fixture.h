@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/daemon_child.h"
 
 namespace hotring::testing {
 

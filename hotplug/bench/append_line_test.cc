@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "hotplug/bench_daemon.h"
+#include "hotplug/bench/bench_daemon.h"
 
 namespace hotring::hotplug {
 namespace {

@@ -22,7 +22,7 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/bench_daemon.h"
+#include "hotplug/bench/bench_daemon.h"
 #include "hotplug/wire.h"
 #include "io/socket.h"
 
@@ -35,16 +35,6 @@ struct Options {
   std::vector<std::string> daemon_args;
   bool mappings = false;
 };
-
-constexpr char kUsage[] =
-    "usage: hotring bench memory [options]\n"
-    "A private daemon (--no-netlink, a private socket): its memory when idle after start-up,\n"
-    "its peak resident set (VmHWM) over a burst of events sent as fast as the socket takes them\n"
-    "(sendmmsg x64), and its memory once idle again; then checks that every event was handled.\n"
-    "  --events N            events of the burst (default 100000)\n"
-    "  --idle-wait S         seconds idle before each idle reading (default 5; the daemon gives memory back after 2)\n"
-    "  --daemon-arg ARG      one more argument for the daemon (repeatable)\n"
-    "  --mappings            also list the daemon's largest mappings at each reading\n";
 
 // "Key:   123 kB" -> 123.
 bool KibField(absl::string_view line, absl::string_view key, int64_t& out) {
@@ -146,33 +136,22 @@ absl::StatusOr<MemorySample> ReadMemory(pid_t pid) {
 
 int BenchMemoryCommand(const std::vector<std::string>& args) {
   Options options;
-  FlagReader flags("bench memory", args);
-  while (flags.Next()) {
-    absl::Status s;
-    const std::string& f = flags.flag();
-    if (f == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (f == "--events") {
-      absl::StatusOr<int64_t> v = flags.IntInRange(1, 100'000'000);
-      if (v.ok()) options.events = *v;
-      s = v.status();
-    } else if (f == "--idle-wait") {
-      absl::StatusOr<absl::Duration> v = flags.Seconds();
-      if (v.ok()) options.idle_wait = *v;
-      s = v.status();
-    } else if (f == "--daemon-arg") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) options.daemon_args.push_back(*v);
-      s = v.status();
-    } else if (f == "--mappings") {
-      options.mappings = true;
-      s = flags.NoValue();
-    } else {
-      s = flags.Unknown();
-    }
-    if (!s.ok()) return Fail(s);
-  }
+  FlagSet flags(
+      "bench memory",
+      "usage: hotring bench memory [options]\n"
+      "A private daemon (--no-netlink, a private socket): its memory when idle after start-up,\n"
+      "its peak resident set (VmHWM) over a burst of events sent as fast as the socket takes them\n"
+      "(sendmmsg x64), and its memory once idle again; then checks that every event was handled.");
+  flags.Int("--events", "N", &options.events, 1, 100'000'000,
+            "events of the burst (default 100000)")
+      .Seconds("--idle-wait", "S", &options.idle_wait,
+               "seconds idle before each idle reading (default 5; the daemon gives memory back "
+               "after 2)")
+      .Strings("--daemon-arg", "ARG", &options.daemon_args,
+               "one more argument for the daemon (repeatable)")
+      .Bool("--mappings", &options.mappings,
+            "also list the daemon's largest mappings at each reading");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   auto run = [&]() -> absl::Status {
     BenchDaemon::Options daemon_options;
     daemon_options.args = {"--no-netlink", "--expect-seqnum", "0", "--log-level", "warning"};

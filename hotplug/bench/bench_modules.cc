@@ -39,17 +39,6 @@ using modules::DefaultConfigPaths;
 using modules::KmodResolver;
 using modules::ModuleIndex;
 
-constexpr char kUsage[] =
-    "usage: hotring bench modules [--modules-dir DIR] [--runs N] [--sample N] [--kmod-sample N]\n"
-    "                             [--modprobe PATH] [--json]\n"
-    "  module index load time, resolution time per alias (this machine's MODALIAS strings and\n"
-    "  a sample of modules.alias), and the same aliases resolved by one `modprobe -R` each\n"
-    "  --modules-dir DIR  default /lib/modules/`uname -r`, else the newest tree with indexes\n"
-    "  --runs N           index loads and resolution passes (default 21; medians reported)\n"
-    "  --sample N         modules.alias patterns sampled evenly (default 2000)\n"
-    "  --kmod-sample N    of those, resolved by kmod too (default 200)\n"
-    "  --modprobe PATH    kmod's modprobe (default /usr/sbin/modprobe or /sbin/modprobe)\n";
-
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -151,9 +140,8 @@ struct Figure {
   double cpu_seconds_per_op = -1;  // this thread's CPU time; -1: not measured (child processes)
 };
 
-}  // namespace
-
-int BenchModulesCommand(const std::vector<std::string>& args) {
+// What `bench modules` is asked to do.
+struct ModulesBench {
   std::string dir;
   int runs = 21;
   int64_t sample = 2000;
@@ -161,167 +149,109 @@ int BenchModulesCommand(const std::vector<std::string>& args) {
   bool json = false;
   std::string modprobe =
       ::access("/usr/sbin/modprobe", X_OK) == 0 ? "/usr/sbin/modprobe" : "/sbin/modprobe";
-  FlagReader flags("bench modules", args);
-  auto parse = [&]() -> absl::Status {
-    while (flags.Next()) {
-      const std::string& f = flags.flag();
-      if (f == "--help") {
-        std::fputs(kUsage, stdout);
-        std::exit(0);
-      } else if (f == "--modules-dir") {
-        HOTRING_ASSIGN_OR_RETURN(dir, flags.String());
-      } else if (f == "--runs") {
-        HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 10000));
-        runs = static_cast<int>(n);
-      } else if (f == "--sample") {
-        HOTRING_ASSIGN_OR_RETURN(sample, flags.IntInRange(1, 10'000'000));
-      } else if (f == "--kmod-sample") {
-        HOTRING_ASSIGN_OR_RETURN(kmod_sample, flags.IntInRange(0, 10'000'000));
-      } else if (f == "--modprobe") {
-        HOTRING_ASSIGN_OR_RETURN(modprobe, flags.String());
-      } else if (f == "--json") {
-        HOTRING_RETURN_IF_ERROR(flags.NoValue());
-        json = true;
-      } else {
-        return flags.Unknown();
-      }
-    }
-    return absl::OkStatus();
-  };
-  if (const absl::Status parsed = parse(); !parsed.ok()) {
-    std::fprintf(stderr, "hotring %s\n", std::string(parsed.message()).c_str());
-    return 2;
-  }
-  if (dir.empty()) dir = DefaultTree();
-  if (dir.empty()) {
-    std::fprintf(stderr, "hotring bench modules: no /lib/modules tree with indexes\n");
-    return 1;
-  }
-  const std::vector<std::string> config_paths = DefaultConfigPaths();
+};
 
-  // 1. Index ready.
-  std::vector<double> load_times;
-  std::vector<double> load_cpu_times;
-  std::shared_ptr<const ModuleIndex> index;
-  for (int run = 0; run < runs; ++run) {
-    const Clock::time_point start = Clock::now();
-    const double cpu_start = ThreadCpuSeconds();
-    absl::StatusOr<std::unique_ptr<ModuleIndex>> loaded =
-        ModuleIndex::Load({.modules_dir = dir, .config_paths = config_paths});
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "hotring bench modules: %s\n", loaded.status().ToString().c_str());
-      return 1;
-    }
-    index = std::move(*loaded);
-    const KmodResolver resolver(index);
-    load_times.push_back(Seconds(Clock::now() - start));
-    load_cpu_times.push_back(ThreadCpuSeconds() - cpu_start);
-  }
-
-  // The queries.
+// The queries: this machine's MODALIAS strings, a sample of modules.alias patterns, and a
+// concrete alias made from each sampled pattern.
+struct Queries {
   std::vector<std::string> modaliases;
-  g_modaliases = &modaliases;
+  std::vector<std::string> sampled;
+  std::vector<std::string> concrete;
+};
+
+Queries CollectQueries(const std::string& dir, size_t sample) {
+  Queries q;
+  g_modaliases = &q.modaliases;
   ::nftw("/sys/devices", CollectModalias, 32, FTW_PHYS);
   g_modaliases = nullptr;
   std::vector<std::string> patterns;
-  {
-    absl::flat_hash_set<std::string> seen;
-    for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/modules.alias"), '\n')) {
-      std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (words.size() == 3 && words[0] == "alias" && seen.insert(std::string(words[1])).second) {
-        patterns.emplace_back(words[1]);
-      }
+  absl::flat_hash_set<std::string> seen;
+  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/modules.alias"), '\n')) {
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() == 3 && words[0] == "alias" && seen.insert(std::string(words[1])).second) {
+      patterns.emplace_back(words[1]);
     }
   }
-  std::vector<std::string> sampled;
-  const size_t want = std::min(patterns.size(), static_cast<size_t>(sample));
-  for (size_t i = 0; i < want; ++i) sampled.push_back(patterns[i * patterns.size() / want]);
-  std::vector<std::string> concrete;
-  for (const std::string& p : sampled) concrete.push_back(Concrete(p));
+  const size_t want = std::min(patterns.size(), sample);
+  for (size_t i = 0; i < want; ++i) q.sampled.push_back(patterns[i * patterns.size() / want]);
+  for (const std::string& p : q.sampled) q.concrete.push_back(Concrete(p));
+  return q;
+}
 
-  // 2. Resolution per alias, each pass on a fresh resolver.
-  auto resolve_all = [&](const std::vector<std::string>& queries, const std::string& name,
-                         bool warm) -> Figure {
-    std::vector<double> per_op;
-    std::vector<double> cpu_per_op;
-    size_t matched = 0;
-    KmodResolver shared(index);
-    if (warm) {
-      for (const std::string& q : queries) (void)shared.Resolve(q, true);
+// Resolution per alias, each pass on a fresh resolver (or, warm, on one that saw them all).
+Figure ResolveAll(const std::shared_ptr<const ModuleIndex>& index,
+                  const std::vector<std::string>& queries, const std::string& name, bool warm,
+                  int runs) {
+  std::vector<double> per_op;
+  std::vector<double> cpu_per_op;
+  size_t matched = 0;
+  KmodResolver shared(index);
+  if (warm) {
+    for (const std::string& q : queries) (void)shared.Resolve(q, true);
+  }
+  for (int run = 0; run < runs; ++run) {
+    std::unique_ptr<KmodResolver> fresh;
+    const KmodResolver* resolver = &shared;
+    if (!warm) {
+      fresh = std::make_unique<KmodResolver>(index);
+      resolver = fresh.get();
     }
-    for (int run = 0; run < runs; ++run) {
-      std::unique_ptr<KmodResolver> fresh;
-      const KmodResolver* resolver = &shared;
-      if (!warm) {
-        fresh = std::make_unique<KmodResolver>(index);
-        resolver = fresh.get();
-      }
-      matched = 0;
-      const Clock::time_point start = Clock::now();
-      const double cpu_start = ThreadCpuSeconds();
-      for (const std::string& q : queries) {
-        absl::StatusOr<modules::LoadPlan> plan = resolver->Resolve(q, true);
-        if (plan.ok() && !plan->unmatched()) ++matched;
-      }
-      const double n = static_cast<double>(std::max<size_t>(1, queries.size()));
-      cpu_per_op.push_back((ThreadCpuSeconds() - cpu_start) / n);
-      per_op.push_back(Seconds(Clock::now() - start) / n);
-    }
-    return Figure{name, queries.size(), Median(per_op), matched, Median(cpu_per_op)};
-  };
-  std::vector<Figure> figures;
-  figures.push_back(resolve_all(modaliases, "resolve: this machine's MODALIAS strings", false));
-  figures.push_back(resolve_all(sampled, "resolve: modules.alias patterns (sample)", false));
-  figures.push_back(resolve_all(concrete, "resolve: concrete aliases from the sample", false));
-  figures.push_back(resolve_all(modaliases, "resolve: MODALIAS strings, warm resolver", true));
-
-  // 3. kmod: one `modprobe -R` process per query.
-  const std::string version = dir.substr(dir.rfind('/') + 1);
-  auto kmod_all = [&](const std::vector<std::string>& queries, const std::string& name) {
+    matched = 0;
     const Clock::time_point start = Clock::now();
-    size_t matched = 0;
+    const double cpu_start = ThreadCpuSeconds();
     for (const std::string& q : queries) {
-      const int status = RunQuiet({modprobe, "-R", "-q", "-S", version, "--", q});
-      if (status == 0) ++matched;
+      absl::StatusOr<modules::LoadPlan> plan = resolver->Resolve(q, true);
+      if (plan.ok() && !plan->unmatched()) ++matched;
     }
-    return Figure{name, queries.size(),
-                  Seconds(Clock::now() - start) / std::max<size_t>(1, queries.size()), matched};
-  };
-  const bool have_kmod = ::access(modprobe.c_str(), X_OK) == 0;
-  if (have_kmod) {
-    figures.push_back(kmod_all(modaliases, "kmod modprobe -R: this machine's MODALIAS strings"));
-    std::vector<std::string> kmod_queries(
-        concrete.begin(), concrete.begin() + std::min<size_t>(concrete.size(), kmod_sample));
-    figures.push_back(kmod_all(kmod_queries, "kmod modprobe -R: concrete aliases (part)"));
+    const double n = static_cast<double>(std::max<size_t>(1, queries.size()));
+    cpu_per_op.push_back((ThreadCpuSeconds() - cpu_start) / n);
+    per_op.push_back(Seconds(Clock::now() - start) / n);
   }
+  return Figure{name, queries.size(), Median(per_op), matched, Median(cpu_per_op)};
+}
 
-  const double load = Median(load_times);
-  const double load_cpu = Median(load_cpu_times);
-  if (json) {
-    JsonObject o;
-    o.String("modules_dir", dir).Int("runs", runs).Double("index_ready_ms", load * 1e3)
-        .Double("index_ready_cpu_ms", load_cpu * 1e3);
-    std::string list = "[";
-    for (size_t i = 0; i < figures.size(); ++i) {
-      JsonObject f;
-      f.String("name", figures[i].name)
-          .Uint("queries", figures[i].count)
-          .Uint("matched", figures[i].matched)
-          .Double("us_per_query", figures[i].seconds_per_op * 1e6);
-      if (figures[i].cpu_seconds_per_op >= 0) {
-        f.Double("cpu_us_per_query", figures[i].cpu_seconds_per_op * 1e6);
-      }
-      absl::StrAppend(&list, i > 0 ? "," : "", f.Build());
-    }
-    list += "]";
-    o.Raw("figures", list);
-    std::printf("%s\n", o.Build().c_str());
-    return 0;
+// kmod: one `modprobe -R` process per query.
+Figure KmodAll(const ModulesBench& bench, const std::vector<std::string>& queries,
+               const std::string& name) {
+  const std::string version = bench.dir.substr(bench.dir.rfind('/') + 1);
+  const Clock::time_point start = Clock::now();
+  size_t matched = 0;
+  for (const std::string& q : queries) {
+    const int status = RunQuiet({bench.modprobe, "-R", "-q", "-S", version, "--", q});
+    if (status == 0) ++matched;
   }
-  std::printf("modules tree: %s (%s)\n", dir.c_str(),
-              absl::StrJoin(index->sources(), ", ").c_str());
+  return Figure{name, queries.size(),
+                Seconds(Clock::now() - start) / std::max<size_t>(1, queries.size()), matched};
+}
+
+void PrintJson(const ModulesBench& bench, double load, double load_cpu,
+               const std::vector<Figure>& figures) {
+  JsonObject o;
+  o.String("modules_dir", bench.dir).Int("runs", bench.runs).Double("index_ready_ms", load * 1e3)
+      .Double("index_ready_cpu_ms", load_cpu * 1e3);
+  std::string list = "[";
+  for (size_t i = 0; i < figures.size(); ++i) {
+    JsonObject f;
+    f.String("name", figures[i].name)
+        .Uint("queries", figures[i].count)
+        .Uint("matched", figures[i].matched)
+        .Double("us_per_query", figures[i].seconds_per_op * 1e6);
+    if (figures[i].cpu_seconds_per_op >= 0) {
+      f.Double("cpu_us_per_query", figures[i].cpu_seconds_per_op * 1e6);
+    }
+    absl::StrAppend(&list, i > 0 ? "," : "", f.Build());
+  }
+  list += "]";
+  o.Raw("figures", list);
+  std::printf("%s\n", o.Build().c_str());
+}
+
+void PrintText(const ModulesBench& bench, const ModuleIndex& index, double load, double load_cpu,
+               const std::vector<Figure>& figures, bool have_kmod) {
+  std::printf("modules tree: %s (%s)\n", bench.dir.c_str(),
+              absl::StrJoin(index.sources(), ", ").c_str());
   std::printf("%-50s %9.3f ms wall %9.3f ms cpu  (median of %d)\n",
-              "index ready (load + resolver set-up)", load * 1e3, load_cpu * 1e3, runs);
+              "index ready (load + resolver set-up)", load * 1e3, load_cpu * 1e3, bench.runs);
   for (const Figure& f : figures) {
     if (f.cpu_seconds_per_op >= 0) {
       std::printf("%-50s %9.2f us wall %9.2f us cpu  per query (%zu queries, %zu matched)\n",
@@ -332,7 +262,91 @@ int BenchModulesCommand(const std::vector<std::string>& args) {
                   f.name.c_str(), f.seconds_per_op * 1e6, f.count, f.matched);
     }
   }
-  if (!have_kmod) std::printf("kmod's modprobe not found at %s: no kmod figures\n", modprobe.c_str());
+  if (!have_kmod) {
+    std::printf("kmod's modprobe not found at %s: no kmod figures\n", bench.modprobe.c_str());
+  }
+}
+
+}  // namespace
+
+int BenchModulesCommand(const std::vector<std::string>& args) {
+  ModulesBench bench;
+  FlagSet flags(
+      "bench modules",
+      "usage: hotring bench modules [--modules-dir DIR] [--runs N] [--sample N] [--kmod-sample N]\n"
+      "                             [--modprobe PATH] [--json]\n"
+      "  module index load time, resolution time per alias (this machine's MODALIAS strings and\n"
+      "  a sample of modules.alias), and the same aliases resolved by one `modprobe -R` each");
+  flags
+      .String("--modules-dir", "DIR", &bench.dir,
+              "default /lib/modules/`uname -r`, else the newest tree with indexes")
+      .Int("--runs", "N", &bench.runs, 1, 10000,
+           "index loads and resolution passes (default 21; medians reported)")
+      .Int("--sample", "N", &bench.sample, 1, 10'000'000,
+           "modules.alias patterns sampled evenly (default 2000)")
+      .Int("--kmod-sample", "N", &bench.kmod_sample, 0, 10'000'000,
+           "of those, resolved by kmod too (default 200)")
+      .String("--modprobe", "PATH", &bench.modprobe,
+              "kmod's modprobe (default /usr/sbin/modprobe or /sbin/modprobe)")
+      .Bool("--json", &bench.json, "the figures as JSON");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  if (bench.dir.empty()) bench.dir = DefaultTree();
+  if (bench.dir.empty()) {
+    std::fprintf(stderr, "hotring bench modules: no /lib/modules tree with indexes\n");
+    return 1;
+  }
+  const std::vector<std::string> config_paths = DefaultConfigPaths();
+
+  // 1. Index ready.
+  std::vector<double> load_times;
+  std::vector<double> load_cpu_times;
+  std::shared_ptr<const ModuleIndex> index;
+  for (int run = 0; run < bench.runs; ++run) {
+    const Clock::time_point start = Clock::now();
+    const double cpu_start = ThreadCpuSeconds();
+    absl::StatusOr<std::unique_ptr<ModuleIndex>> loaded =
+        ModuleIndex::Load({.modules_dir = bench.dir, .config_paths = config_paths});
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "hotring bench modules: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    index = std::move(*loaded);
+    const KmodResolver resolver(index);
+    load_times.push_back(Seconds(Clock::now() - start));
+    load_cpu_times.push_back(ThreadCpuSeconds() - cpu_start);
+  }
+
+  // 2. Resolution per alias.
+  const Queries q = CollectQueries(bench.dir, static_cast<size_t>(bench.sample));
+  std::vector<Figure> figures;
+  const int runs = bench.runs;
+  figures.push_back(
+      ResolveAll(index, q.modaliases, "resolve: this machine's MODALIAS strings", false, runs));
+  figures.push_back(
+      ResolveAll(index, q.sampled, "resolve: modules.alias patterns (sample)", false, runs));
+  figures.push_back(
+      ResolveAll(index, q.concrete, "resolve: concrete aliases from the sample", false, runs));
+  figures.push_back(
+      ResolveAll(index, q.modaliases, "resolve: MODALIAS strings, warm resolver", true, runs));
+
+  // 3. kmod: one `modprobe -R` process per query.
+  const bool have_kmod = ::access(bench.modprobe.c_str(), X_OK) == 0;
+  if (have_kmod) {
+    figures.push_back(
+        KmodAll(bench, q.modaliases, "kmod modprobe -R: this machine's MODALIAS strings"));
+    std::vector<std::string> kmod_queries(
+        q.concrete.begin(),
+        q.concrete.begin() + std::min<size_t>(q.concrete.size(), bench.kmod_sample));
+    figures.push_back(KmodAll(bench, kmod_queries, "kmod modprobe -R: concrete aliases (part)"));
+  }
+
+  const double load = Median(load_times);
+  const double load_cpu = Median(load_cpu_times);
+  if (bench.json) {
+    PrintJson(bench, load, load_cpu, figures);
+  } else {
+    PrintText(bench, *index, load, load_cpu, figures, have_kmod);
+  }
   return 0;
 }
 

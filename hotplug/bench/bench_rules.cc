@@ -24,23 +24,14 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/devroot/user_db.h"
 #include "hotplug/rules/device.h"
 #include "hotplug/rules/engine.h"
 #include "hotplug/rules/mdev_scan.h"
 #include "hotplug/rules/rule_set.h"
-#include "hotplug/devroot/user_db.h"
 
 namespace hotring::hotplug::bench {
 namespace {
-
-constexpr char kUsage[] =
-    "usage: hotring bench rules [--devices N] [--runs N] [--busybox PATH] [--hotring PATH]\n"
-    "                           [--work-dir DIR] [--match-rounds N] [--keep] [--json]\n"
-    "  hotring as `mdev -s` against busybox `mdev -s` on one generated board (a sysfs of N\n"
-    "  devices, default 10000: block, tty, input, net; a 40-line mdev.conf), each in a chroot of\n"
-    "  the board, interleaved over --runs runs (default 5), /dev compared after every run;\n"
-    "  then rule matching alone over every device (--match-rounds passes, default 20).\n"
-    "  Needs root (chroot, mknod, chown). --busybox: a static busybox (default /bin/busybox).\n";
 
 absl::Status CopyFile(const std::string& from, const std::string& to) {
   UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
@@ -200,39 +191,30 @@ bool AllIdentical(const RulesBenchReport& report) {
 
 }  // namespace
 
-absl::StatusOr<RulesBenchOptions> ParseRulesBenchArgs(const std::vector<std::string>& args) {
+absl::StatusOr<std::optional<RulesBenchOptions>> ParseRulesBenchArgs(
+    const std::vector<std::string>& args, std::FILE* help_out) {
   RulesBenchOptions options;
-  FlagReader flags("bench rules", args);
-  while (flags.Next()) {
-    const std::string& f = flags.flag();
-    if (f == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (f == "--devices") {
-      HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 1'000'000));
-      options.devices = static_cast<size_t>(n);
-    } else if (f == "--runs") {
-      HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 1000));
-      options.runs = static_cast<int>(n);
-    } else if (f == "--match-rounds") {
-      HOTRING_ASSIGN_OR_RETURN(const int64_t n, flags.IntInRange(1, 100000));
-      options.match_rounds = static_cast<int>(n);
-    } else if (f == "--busybox") {
-      HOTRING_ASSIGN_OR_RETURN(options.busybox, flags.String());
-    } else if (f == "--hotring") {
-      HOTRING_ASSIGN_OR_RETURN(options.hotring, flags.String());
-    } else if (f == "--work-dir") {
-      HOTRING_ASSIGN_OR_RETURN(options.work_dir, flags.String());
-    } else if (f == "--keep") {
-      HOTRING_RETURN_IF_ERROR(flags.NoValue());
-      options.keep = true;
-    } else if (f == "--json") {
-      HOTRING_RETURN_IF_ERROR(flags.NoValue());
-      options.json = true;
-    } else {
-      return flags.Unknown();
-    }
-  }
+  FlagSet flags(
+      "bench rules",
+      "usage: hotring bench rules [--devices N] [--runs N] [--busybox PATH] [--hotring PATH]\n"
+      "                           [--work-dir DIR] [--match-rounds N] [--keep] [--json]\n"
+      "  hotring as `mdev -s` against busybox `mdev -s` on one generated board (a sysfs of N\n"
+      "  devices, default 10000: block, tty, input, net; a 40-line mdev.conf), each in a chroot of\n"
+      "  the board, interleaved over --runs runs (default 5), /dev compared after every run;\n"
+      "  then rule matching alone over every device (--match-rounds passes, default 20).\n"
+      "  Needs root (chroot, mknod, chown).");
+  flags.Int("--devices", "N", &options.devices, 1, 1'000'000, "devices of the board (default 10000)")
+      .Int("--runs", "N", &options.runs, 1, 1000, "runs of each mdev -s (default 5)")
+      .Int("--match-rounds", "N", &options.match_rounds, 1, 100000,
+           "passes of rule matching over every device (default 20)")
+      .String("--busybox", "PATH", &options.busybox, "a static busybox (default /bin/busybox)")
+      .String("--hotring", "PATH", &options.hotring, "a static hotring (default: this one)")
+      .String("--work-dir", "DIR", &options.work_dir,
+              "where the board is generated (default /dev/shm)")
+      .Bool("--keep", &options.keep, "leave the board behind (its path is printed)")
+      .Bool("--json", &options.json, "the figures as JSON");
+  HOTRING_ASSIGN_OR_RETURN(const FlagsParsed parsed, flags.Parse(args, help_out));
+  if (parsed == FlagsParsed::kHelpShown) return std::nullopt;
   return options;
 }
 
@@ -351,11 +333,10 @@ std::string FormatRulesReport(const RulesBenchReport& report, bool json) {
 }
 
 int BenchRulesCommand(const std::vector<std::string>& args) {
-  absl::StatusOr<RulesBenchOptions> options = ParseRulesBenchArgs(args);
-  if (!options.ok()) {
-    std::fprintf(stderr, "hotring %s\n", std::string(options.status().message()).c_str());
-    return 2;
-  }
+  absl::StatusOr<std::optional<RulesBenchOptions>> parsed = ParseRulesBenchArgs(args);
+  if (!parsed.ok()) return ReportError("bench rules", parsed.status());
+  if (!parsed->has_value()) return 0;  // --help
+  const RulesBenchOptions* options = &**parsed;
   absl::StatusOr<RulesBenchReport> report = RunRulesBench(*options);
   if (!report.ok()) {
     std::fprintf(stderr, "hotring bench rules: %s\n", std::string(report.status().message()).c_str());

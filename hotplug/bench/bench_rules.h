@@ -9,6 +9,8 @@
 #define HOTRING_HOTPLUG_BENCH_BENCH_RULES_H_
 
 #include <cstddef>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +53,9 @@ struct RulesBenchReport {
   size_t rules = 0;
 };
 
-absl::StatusOr<RulesBenchOptions> ParseRulesBenchArgs(const std::vector<std::string>& args);
+// nullopt: --help printed the usage on `help_out`.
+absl::StatusOr<std::optional<RulesBenchOptions>> ParseRulesBenchArgs(
+    const std::vector<std::string>& args, std::FILE* help_out = stdout);
 absl::StatusOr<RulesBenchReport> RunRulesBench(const RulesBenchOptions& options);
 [[nodiscard]] std::string FormatRulesReport(const RulesBenchReport& report, bool json);
 

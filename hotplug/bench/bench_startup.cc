@@ -26,8 +26,9 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/client.h"
+#include "hotplug/client/client.h"
 #include "hotplug/wire.h"
+#include "io/process/child_process.h"
 
 extern char** environ;
 
@@ -36,26 +37,6 @@ namespace {
 
 constexpr int kReadyFd = 3;  // the daemon's --ready-fd in every start
 constexpr absl::Duration kStartTimeout = absl::Seconds(10);
-
-constexpr char kUsage[] =
-    "usage: hotring bench startup [options]\n"
-    "Starts `hotring daemon --no-netlink` on a private abstract socket, one start after another\n"
-    "(each daemon stopped before the next), three ways:\n"
-    "  ready        fork+exec of the daemon until its --ready-fd newline\n"
-    "  status       the daemon and `hotring control status` started together, until the\n"
-    "               client has its answer (what an init script's first request sees)\n"
-    "  daemonize    `hotring daemon --daemonize` until the parent exits 0 (serving)\n"
-    "and the CPU time (user + system) each daemon of `ready` used, start-up and stop.\n"
-    "  --starts N   starts per series (default 100)\n"
-    "  --netlink    the daemon also binds the kernel uevent socket (root)\n"
-    "  --binary P   the hotring to start (default: this one)\n"
-    "  --json       the figures as JSON\n";
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
-  return absl::StrCat("wait status ", status);
-}
 
 // Waits up to `timeout` for `pid` (any child when -1) to exit; its wait status, or nullopt.
 std::optional<int> WaitFor(pid_t pid, absl::Duration timeout) {
@@ -111,7 +92,7 @@ class Child {
     }
     pid_ = -1;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      return absl::InternalError(absl::StrCat("daemon ended with ", DescribeWaitStatus(status)));
+      return absl::InternalError(absl::StrCat("daemon ended with ", io::process::DescribeWaitStatus(status)));
     }
     return DurationFromTimeval(usage.ru_utime) + DurationFromTimeval(usage.ru_stime);
   }
@@ -156,7 +137,7 @@ class StartupBench {
     const absl::Duration took = Since(start, MonoNow());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(absl::StrCat("control status ended with ",
-                                              DescribeWaitStatus(status), ": ", Log()));
+                                              io::process::DescribeWaitStatus(status), ": ", Log()));
     }
     HOTRING_RETURN_IF_ERROR(daemon.Stop().status());
     return took;
@@ -174,7 +155,7 @@ class StartupBench {
     const absl::Duration took = Since(start, MonoNow());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(absl::StrCat("daemon --daemonize ended with ",
-                                              DescribeWaitStatus(status), ": ", Log()));
+                                              io::process::DescribeWaitStatus(status), ": ", Log()));
     }
     ControlRequest exit;
     exit.command = ControlCommand::kExit;
@@ -247,7 +228,7 @@ class StartupBench {
     if (::read(ready.get(), &byte, 1) == 1 && byte == '\n') return absl::OkStatus();
     const int status = daemon.Wait();
     return absl::InternalError(absl::StrCat("daemon ended before it was ready (",
-                                            DescribeWaitStatus(status), "): ", Log()));
+                                            io::process::DescribeWaitStatus(status), "): ", Log()));
   }
 
   std::string Log() const {
@@ -360,32 +341,21 @@ std::string FormatStartupReport(const std::vector<StartupSeries>& series, bool j
 int BenchStartupCommand(const std::vector<std::string>& args) {
   StartupBenchOptions options;
   bool json = false;
-  FlagReader flags("bench startup", args);
-  while (flags.Next()) {
-    absl::Status s;
-    const std::string& f = flags.flag();
-    if (f == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (f == "--starts") {
-      absl::StatusOr<int64_t> v = flags.IntInRange(1, 1'000'000);
-      if (v.ok()) options.starts = static_cast<int>(*v);
-      s = v.status();
-    } else if (f == "--netlink") {
-      options.netlink = true;
-      s = flags.NoValue();
-    } else if (f == "--binary") {
-      absl::StatusOr<std::string> v = flags.String();
-      if (v.ok()) options.binary = *v;
-      s = v.status();
-    } else if (f == "--json") {
-      json = true;
-      s = flags.NoValue();
-    } else {
-      s = flags.Unknown();
-    }
-    if (!s.ok()) return Fail(s);
-  }
+  FlagSet flags(
+      "bench startup",
+      "usage: hotring bench startup [options]\n"
+      "Starts `hotring daemon --no-netlink` on a private abstract socket, one start after another\n"
+      "(each daemon stopped before the next), three ways:\n"
+      "  ready        fork+exec of the daemon until its --ready-fd newline\n"
+      "  status       the daemon and `hotring control status` started together, until the\n"
+      "               client has its answer (what an init script's first request sees)\n"
+      "  daemonize    `hotring daemon --daemonize` until the parent exits 0 (serving)\n"
+      "and the CPU time (user + system) each daemon of `ready` used, start-up and stop.");
+  flags.Int("--starts", "N", &options.starts, 1, 1'000'000, "starts per series (default 100)")
+      .Bool("--netlink", &options.netlink, "the daemon also binds the kernel uevent socket (root)")
+      .String("--binary", "P", &options.binary, "the hotring to start (default: this one)")
+      .Bool("--json", &json, "the figures as JSON");
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   const std::string load_before = LoadAverage();
   absl::StatusOr<std::vector<StartupSeries>> series = RunStartupBench(options);
   if (!series.ok()) return Fail(series.status());

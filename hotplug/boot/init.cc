@@ -41,9 +41,9 @@
 #include "core/unique_fd.h"
 #include "hotplug/boot/boot_cmdline.h"
 #include "hotplug/boot/boot_report.h"
-#include "hotplug/client.h"
-#include "hotplug/daemon_child.h"
-#include "hotplug/trigger.h"
+#include "hotplug/client/client.h"
+#include "hotplug/client/daemon_child.h"
+#include "hotplug/coldplug/trigger.h"
 #include "hotplug/wire.h"
 #include "io/netlink.h"
 

@@ -58,9 +58,6 @@ struct DaemonOptions {
   // control socket are dropped (queue_full; `send --wait` retransmits). 4,096: a few MiB at
   // worst on a small board, more than the devices a coldplug announces at once.
   size_t max_pending = 4096;
-  std::string exec_program;     // --exec; empty: no handler
-  absl::Duration event_timeout = absl::Seconds(180);
-  absl::Duration kill_grace = absl::Seconds(5);
   // Kernel uevents.
   bool netlink = true;
   int netlink_rcvbuf = 128 << 20;

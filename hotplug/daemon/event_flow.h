@@ -1,6 +1,6 @@
-// What the daemon's parts (the netlink source, the control server, settling) ask of the event flow, and the few
-// types they share with it. The Daemon implements EventFlow; the servers hold a reference to it
-// and never see its reorderer, scheduler or event records.
+// What the daemon's parts (the netlink source, the control server, settling) ask of the event
+// flow, and the few types they share with it. The Daemon implements EventFlow; its parts hold
+// a reference to it and never see its reorderer, scheduler or event records.
 #ifndef HOTRING_HOTPLUG_DAEMON_EVENT_FLOW_H_
 #define HOTRING_HOTPLUG_DAEMON_EVENT_FLOW_H_
 

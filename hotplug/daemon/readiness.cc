@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/daemon_child.h"
+#include "io/process/child_process.h"
 #include "io/socket.h"
 
 namespace hotring::hotplug {
@@ -45,7 +45,8 @@ int AwaitChild(pid_t child, const UniqueFd& pipe, absl::string_view name) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (said.empty()) {
-    said = absl::StrCat("the daemon ended before it was ready (", DescribeWaitStatus(status), ")");
+    said = absl::StrCat("the daemon ended before it was ready (",
+                        io::process::DescribeWaitStatus(status), ")");
   }
   std::fprintf(stderr, "%s: %s\n", std::string(name).c_str(), said.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "hotplug/client.h"
+#include "hotplug/client/client.h"
 #include "testing/daemon_fixture.h"
 #include "testing/handler_recorder.h"
 

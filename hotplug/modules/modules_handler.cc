@@ -45,57 +45,43 @@ size_t DefaultThreads() {
 
 }  // namespace
 
-const absl::string_view kModulesDaemonUsage =
-    "modules (MODALIAS of add events; on by default):\n"
-    "  --no-modules               do not load kernel modules\n"
-    "  --modules-root DIR         modules and modprobe.d under DIR (default /)\n"
-    "  --kernel-version V         use DIR/lib/modules/V (default: the running kernel)\n"
-    "  --modules-serial           load one module at a time (also hotring.modules_serial\n"
-    "                             on the kernel command line)\n"
-    "  (hotring.modules_threads=N on the kernel command line: N loads at once; default\n"
-    "   2 x CPUs, at least 4, at most 16)\n"
-    "  --no-controllers-first     load drivers in the order their devices came; by default\n"
-    "                             the drivers of USB and SD host controllers go\n"
-    "                             first, at a higher CPU priority, since the devices behind\n"
-    "                             them are enumerated only after them (also\n"
-    "                             hotring.controllers_first=0 on the kernel command line;\n"
-    "                             hotring.controllers_nice=N sets their nice value, default\n"
-    "                             -10, 0 for order alone)\n"
-    "  --kernel-cmdline TEXT      read TEXT instead of /proc/cmdline (tests, image building)\n"
-    "  --modules-dry-run-log FILE load nothing: append `load NAME PATH OPTIONS` and\n"
-    "                             `install NAME COMMAND` lines to FILE (tests, image building)\n"
-    "  --modules-dry-run-delay S  each dry-run load takes S seconds (tests)\n";
-
-absl::StatusOr<bool> ParseModulesFlag(FlagReader& flags, ModulesOptions& options) {
-  const std::string& f = flags.flag();
-  if (f == "--no-modules") {
-    HOTRING_RETURN_IF_ERROR(flags.NoValue());
-    options.enabled = false;
-  } else if (f == "--modules-root") {
-    HOTRING_ASSIGN_OR_RETURN(options.root, flags.String());
-    if (options.root == "/") options.root.clear();
-  } else if (f == "--kernel-version") {
-    HOTRING_ASSIGN_OR_RETURN(options.kernel_version, flags.String());
-    if (options.kernel_version.empty() ||
-        options.kernel_version.find('/') != std::string::npos) {
-      return flags.Error("--kernel-version needs a version like 6.1.0-13-amd64");
-    }
-  } else if (f == "--modules-serial") {
-    HOTRING_RETURN_IF_ERROR(flags.NoValue());
-    options.serial = true;
-  } else if (f == "--no-controllers-first") {
-    HOTRING_RETURN_IF_ERROR(flags.NoValue());
-    options.controllers_first = false;
-  } else if (f == "--kernel-cmdline") {
-    HOTRING_ASSIGN_OR_RETURN(options.kernel_cmdline, flags.String());
-  } else if (f == "--modules-dry-run-log") {
-    HOTRING_ASSIGN_OR_RETURN(options.dry_run_log, flags.String());
-  } else if (f == "--modules-dry-run-delay") {
-    HOTRING_ASSIGN_OR_RETURN(options.dry_run_delay, flags.Seconds());
-  } else {
-    return false;
-  }
-  return true;
+void AddModulesFlags(FlagSet& flags, ModulesOptions& options) {
+  flags.Text("modules (MODALIAS of add events; on by default):")
+      .Store("--no-modules", &options.enabled, false, "do not load kernel modules")
+      .Value("--modules-root", "DIR", "modules and modprobe.d under DIR (default /)",
+             [&options](absl::string_view v) {
+               options.root = v == "/" ? "" : std::string(v);
+               return absl::OkStatus();
+             })
+      .Value("--kernel-version", "V", "use DIR/lib/modules/V (default: the running kernel)",
+             [&options](absl::string_view v) {
+               if (v.empty() || v.find('/') != absl::string_view::npos) {
+                 return absl::InvalidArgumentError("needs a version like 6.1.0-13-amd64");
+               }
+               options.kernel_version = std::string(v);
+               return absl::OkStatus();
+             })
+      .Bool("--modules-serial", &options.serial,
+            "load one module at a time (also hotring.modules_serial on the kernel command line)")
+      .Text("  (hotring.modules_threads=N on the kernel command line: N loads at once; default")
+      .Text("   2 x CPUs, at least 4, at most 16)")
+      .Store("--no-controllers-first", &options.controllers_first, false,
+             "load drivers in the order their devices came; by default the drivers of USB and "
+             "SD host controllers go first, at a higher CPU priority, since the devices behind "
+             "them are enumerated only after them (also hotring.controllers_first=0 on the "
+             "kernel command line; hotring.controllers_nice=N sets their nice value, default "
+             "-10, 0 for order alone)")
+      .Value("--kernel-cmdline", "TEXT",
+             "read TEXT instead of /proc/cmdline (tests, image building)",
+             [&options](absl::string_view v) {
+               options.kernel_cmdline = std::string(v);
+               return absl::OkStatus();
+             })
+      .String("--modules-dry-run-log", "FILE", &options.dry_run_log,
+              "load nothing: append `load NAME PATH OPTIONS` and `install NAME COMMAND` lines "
+              "to FILE (tests, image building)")
+      .Seconds("--modules-dry-run-delay", "S", &options.dry_run_delay,
+               "each dry-run load takes S seconds (tests)");
 }
 
 bool KernelCmdlineFlag(absl::string_view cmdline, absl::string_view name) {

@@ -49,12 +49,9 @@ struct ModulesOptions {
   bool controllers_first = true;
 };
 
-// `daemon --help` lines for the flags below.
-extern const absl::string_view kModulesDaemonUsage;
-
-// If the reader's current flag is one of the modules flags, consumes it into `options` and
-// returns true; false leaves it to the caller.
-absl::StatusOr<bool> ParseModulesFlag(FlagReader& flags, ModulesOptions& options);
+// Declares the daemon's modules flags in `flags` (with a heading and their help lines), each
+// storing into `options`, which must outlive the parse.
+void AddModulesFlags(FlagSet& flags, ModulesOptions& options);
 
 // True when the kernel command line turns `name` on: `name`, or `name=` 1, y, yes, on, true
 // (the last occurrence wins; `name=0`, n, no, off, false turn it off).

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
 #include "core/status.h"
@@ -347,26 +348,20 @@ TEST(KernelCmdlineFlagTest, RecognisesTheFlagAndItsValues) {
   EXPECT_FALSE(KernelCmdlineFlag("", "hotring.modules_serial"));
 }
 
-TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
+TEST(AddModulesFlagsTest, DeclaresItsFlagsBesideTheCommandsOwn) {
   const std::vector<std::string> args = {
       "--no-modules", "--modules-root=/img", "--kernel-version", "6.1.0-9-amd64",
       "--modules-serial", "--kernel-cmdline", "a b", "--modules-dry-run-log", "/tmp/x",
-      "--modules-dry-run-delay=0.5", "--no-controllers-first", "--exec"};
-  FlagReader flags("daemon", args);
+      "--modules-dry-run-delay=0.5", "--no-controllers-first", "--exec", "/bin/true"};
   ModulesOptions options;
-  int taken = 0;
-  std::vector<std::string> left;
-  while (flags.Next()) {
-    absl::StatusOr<bool> mine = ParseModulesFlag(flags, options);
-    ASSERT_TRUE(mine.ok()) << mine.status();
-    if (*mine) {
-      ++taken;
-    } else {
-      left.push_back(flags.flag());
-    }
-  }
-  EXPECT_EQ(taken, 8);
-  EXPECT_EQ(left, (std::vector<std::string>{"--exec"}));
+  std::string exec;
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  flags.String("--exec", "PROGRAM", &exec, "the daemon's own flag");
+  AddModulesFlags(flags, options);
+  const absl::StatusOr<FlagsParsed> parsed = flags.Parse(args);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, FlagsParsed::kRun);
+  EXPECT_EQ(exec, "/bin/true");
   EXPECT_FALSE(options.enabled);
   EXPECT_EQ(options.root, "/img");
   EXPECT_EQ(options.kernel_version, "6.1.0-9-amd64");
@@ -375,12 +370,34 @@ TEST(ParseModulesFlagTest, TakesItsOwnFlagsAndLeavesTheRest) {
   EXPECT_EQ(options.dry_run_log, "/tmp/x");
   EXPECT_EQ(options.dry_run_delay, absl::Milliseconds(500));
   EXPECT_FALSE(options.controllers_first);
+  // "/" is the default root, kept as "".
+  ModulesOptions root_options;
+  FlagSet root_flags("daemon", "usage");
+  AddModulesFlags(root_flags, root_options);
+  ASSERT_TRUE(root_flags.Parse({"--modules-root", "/"}).ok());
+  EXPECT_EQ(root_options.root, "");
 
-  const std::vector<std::string> bad = {"--kernel-version", "../../etc"};
-  FlagReader bad_flags("daemon", bad);
-  ASSERT_TRUE(bad_flags.Next());
-  EXPECT_EQ(ParseModulesFlag(bad_flags, options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--kernel-version", "../../etc"}, {"--kernel-version="}, {"--no-modules=1"},
+           {"--modules-dry-run-delay", "-1"}}) {
+    ModulesOptions unused;
+    FlagSet bad_flags("daemon", "usage");
+    AddModulesFlags(bad_flags, unused);
+    const absl::StatusOr<FlagsParsed> refused = bad_flags.Parse(bad);
+    ASSERT_FALSE(refused.ok()) << bad[0];
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad[0];
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(), "daemon: " + bad[0].substr(0, bad[0].find('='))))
+        << refused.status();
+  }
+  // The help lists every flag under the modules heading.
+  const std::string usage = flags.Usage();
+  EXPECT_NE(usage.find("modules (MODALIAS of add events; on by default):\n"), std::string::npos);
+  for (const char* flag : {"--no-modules", "--modules-root DIR", "--kernel-version V",
+                           "--modules-serial", "--no-controllers-first", "--kernel-cmdline TEXT",
+                           "--modules-dry-run-log FILE", "--modules-dry-run-delay S",
+                           "hotring.modules_threads=N"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+  }
 }
 
 std::string ReadFile(const std::string& path) {

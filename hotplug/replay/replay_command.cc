@@ -22,14 +22,15 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
-#include "hotplug/client.h"
-#include "hotplug/daemon_child.h"
+#include "hotplug/client/client.h"
+#include "hotplug/client/daemon_child.h"
 #include "hotplug/event_parser.h"
 #include "hotplug/replay/diff.h"
 #include "hotplug/replay/manifest.h"
 #include "hotplug/replay/recording.h"
 #include "hotplug/replay/tree.h"
 #include "hotplug/wire.h"
+#include "io/process/child_process.h"
 
 extern char** environ;
 
@@ -41,44 +42,8 @@ struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
 
-constexpr absl::string_view kRecordUsage =
-    "usage: hotring record --out FILE [options]\n"
-    "  Records what `hotring replay` needs about this machine: every device a coldplug walk of\n"
-    "  sysfs finds (uevent, dev, modalias, subsystem and driver links), the coldplug uevents,\n"
-    "  uname -r, the loaded modules, /etc/passwd and /etc/group. Reads only; writes FILE.\n"
-    "  --out FILE          the recording ('-': stdout)\n"
-    "  --sysfs-root DIR    default /sys\n"
-    "  --proc-root DIR     where `modules` is read (default /proc)\n"
-    "  --etc-root DIR      where passwd and group are read (default /etc)\n"
-    "  --kernel-version V  instead of uname -r\n";
-
-constexpr absl::string_view kReplayUsage =
-    "usage: hotring replay RECORDING [options]\n"
-    "  Builds a private sysfs, dev root and users database from RECORDING, runs a daemon on a\n"
-    "  private socket over its events (sent like `hotring send`: no privilege needed for that),\n"
-    "  one event at a time, with modules loaded into a log instead of the kernel, and writes a\n"
-    "  manifest: every dev entry, every module load, every command run (docs/recording.md).\n"
-    "  --config FILE        mdev.conf (default: none, every node root:root 0660)\n"
-    "  --modules-root DIR   DIR/lib/modules/<recorded kernel>/ for MODALIAS (default: no modules)\n"
-    "  --firmware-root DIR  the board's /lib/firmware, for FIRMWARE requests (default: none, so\n"
-    "                       every request is listed as missing)\n"
-    "  --exec PROGRAM       run PROGRAM SUBSYSTEM for every event (repeatable: in order)\n"
-    "  --out FILE           write the manifest to FILE (default: stdout unless --golden)\n"
-    "  --golden FILE        compare with FILE: print a diff and exit 1 when they differ\n"
-    "  --update             with --golden: rewrite FILE instead of comparing\n"
-    "  --timeout S          give up when the events are not handled after S seconds (300)\n"
-    "  --keep-work DIR      build in DIR (must not exist) and keep it, for a post-mortem\n";
-
 // The handler wrapper's first argument: `replay --run RUNS_DIR KIND PROGRAM... -- ARGS...`.
 constexpr absl::string_view kRunFlag = "--run";
-
-int Fail(absl::string_view command, const absl::Status& status) {
-  std::string message(status.message());
-  const std::string prefix = absl::StrCat(command, ": ");
-  if (absl::StartsWith(message, prefix)) message = message.substr(prefix.size());
-  std::fprintf(stderr, "hotring %s: %s\n", std::string(command).c_str(), message.c_str());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 uint64_t MonotonicNanos() {
   timespec ts{};
@@ -209,40 +174,38 @@ struct ReplayOptions {
   std::string keep_work;
 };
 
-absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions& o) {
-  FlagReader flags("replay", args);
-  while (flags.Next()) {
-    const std::string& f = flags.flag();
-    if (flags.positional()) {
-      if (!o.recording.empty()) return flags.Error("one recording only");
-      o.recording = f;
-    } else if (f == "--help") {
-      std::fputs(kReplayUsage.data(), stdout);
-      std::exit(0);
-    } else if (f == "--config") {
-      HOTRING_ASSIGN_OR_RETURN(o.config, flags.String());
-    } else if (f == "--modules-root") {
-      HOTRING_ASSIGN_OR_RETURN(o.modules_root, flags.String());
-    } else if (f == "--firmware-root") {
-      HOTRING_ASSIGN_OR_RETURN(o.firmware_root, flags.String());
-    } else if (f == "--exec") {
-      HOTRING_ASSIGN_OR_RETURN(std::string program, flags.String());
-      o.exec.push_back(std::move(program));
-    } else if (f == "--out") {
-      HOTRING_ASSIGN_OR_RETURN(o.out, flags.String());
-    } else if (f == "--golden") {
-      HOTRING_ASSIGN_OR_RETURN(o.golden, flags.String());
-    } else if (f == "--update") {
-      HOTRING_RETURN_IF_ERROR(flags.NoValue());
-      o.update = true;
-    } else if (f == "--timeout") {
-      HOTRING_ASSIGN_OR_RETURN(o.timeout, flags.Seconds());
-    } else if (f == "--keep-work") {
-      HOTRING_ASSIGN_OR_RETURN(o.keep_work, flags.String());
-    } else {
-      return flags.Unknown();
-    }
-  }
+// Parses `args` into `o`; kHelpShown once --help was printed.
+absl::StatusOr<FlagsParsed> ParseReplayArgs(const std::vector<std::string>& args,
+                                            ReplayOptions& o) {
+  std::vector<std::string> positionals;
+  FlagSet flags(
+      "replay",
+      "usage: hotring replay RECORDING [options]\n"
+      "  Builds a private sysfs, dev root and users database from RECORDING, runs a daemon on a\n"
+      "  private socket over its events (sent like `hotring send`: no privilege needed for that),\n"
+      "  one event at a time, with modules loaded into a log instead of the kernel, and writes a\n"
+      "  manifest: every dev entry, every module load, every command run (docs/recording.md).");
+  flags.String("--config", "FILE", &o.config, "mdev.conf (default: none, every node root:root 0660)")
+      .String("--modules-root", "DIR", &o.modules_root,
+              "DIR/lib/modules/<recorded kernel>/ for MODALIAS (default: no modules)")
+      .String("--firmware-root", "DIR", &o.firmware_root,
+              "the board's /lib/firmware, for FIRMWARE requests (default: none, so every request "
+              "is listed as missing)")
+      .Strings("--exec", "PROGRAM", &o.exec,
+               "run PROGRAM SUBSYSTEM for every event (repeatable: in order)")
+      .String("--out", "FILE", &o.out, "write the manifest to FILE (default: stdout unless --golden)")
+      .String("--golden", "FILE", &o.golden,
+              "compare with FILE: print a diff and exit 1 when they differ")
+      .Bool("--update", &o.update, "with --golden: rewrite FILE instead of comparing")
+      .Seconds("--timeout", "S", &o.timeout,
+               "give up when the events are not handled after S seconds (300)")
+      .String("--keep-work", "DIR", &o.keep_work,
+              "build in DIR (must not exist) and keep it, for a post-mortem")
+      .Positionals(&positionals);
+  HOTRING_ASSIGN_OR_RETURN(const FlagsParsed parsed, flags.Parse(args));
+  if (parsed == FlagsParsed::kHelpShown) return parsed;
+  if (positionals.size() > 1) return flags.Error("one recording only");
+  if (!positionals.empty()) o.recording = positionals[0];
   if (o.recording.empty()) return flags.Error("which recording? (hotring replay --help)");
   if (o.update && o.golden.empty()) return flags.Error("--update needs --golden FILE");
   for (std::string* path : {&o.config, &o.modules_root, &o.firmware_root}) {
@@ -256,7 +219,7 @@ absl::Status ParseReplayArgs(const std::vector<std::string>& args, ReplayOptions
       return flags.Error(absl::StrCat("--exec ", program, ": not an executable file"));
     }
   }
-  return absl::OkStatus();
+  return FlagsParsed::kRun;
 }
 
 // Starts the daemon with stdin and stdout on /dev/null and stderr into `log_path`, and waits
@@ -399,7 +362,7 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
     if (!settled.ok()) {
       manifest.problems.push_back(absl::StrCat("events not handled: ", settled.message()));
     }
-    const std::string exit = DescribeWaitStatus(daemon.Terminate(absl::Seconds(30)));
+    const std::string exit = io::process::DescribeWaitStatus(daemon.Terminate(absl::Seconds(30)));
     if (exit != "exit 0") manifest.problems.push_back(absl::StrCat("daemon ", exit));
   }
   HOTRING_ASSIGN_OR_RETURN(manifest.dev, ListDevRoot(work + "/dev", {::geteuid(), ::getegid()}));
@@ -437,34 +400,26 @@ absl::StatusOr<std::string> Replay(const ReplayOptions& o, const Recording& reco
 int RecordCommand(const std::vector<std::string>& args) {
   RecordOptions options;
   std::string out;
-  FlagReader flags("record", args);
-  auto parse = [&]() -> absl::Status {
-    while (flags.Next()) {
-      const std::string& f = flags.flag();
-      if (f == "--help") {
-        std::fputs(kRecordUsage.data(), stdout);
-        std::exit(0);
-      } else if (f == "--out") {
-        HOTRING_ASSIGN_OR_RETURN(out, flags.String());
-      } else if (f == "--sysfs-root") {
-        HOTRING_ASSIGN_OR_RETURN(options.sysfs_root, flags.String());
-      } else if (f == "--proc-root") {
-        HOTRING_ASSIGN_OR_RETURN(options.proc_root, flags.String());
-      } else if (f == "--etc-root") {
-        HOTRING_ASSIGN_OR_RETURN(options.etc_root, flags.String());
-      } else if (f == "--kernel-version") {
-        HOTRING_ASSIGN_OR_RETURN(options.kernel, flags.String());
-        if (!IsSafeName(options.kernel)) return flags.Error("--kernel-version: not a release name");
-      } else {
-        return flags.Unknown();
-      }
-    }
-    if (out.empty()) return flags.Error("--out FILE is required");
-    return absl::OkStatus();
-  };
-  if (absl::Status parsed = parse(); !parsed.ok()) return Fail("record", parsed);
+  FlagSet flags(
+      "record",
+      "usage: hotring record --out FILE [options]\n"
+      "  Records what `hotring replay` needs about this machine: every device a coldplug walk of\n"
+      "  sysfs finds (uevent, dev, modalias, subsystem and driver links), the coldplug uevents,\n"
+      "  uname -r, the loaded modules, /etc/passwd and /etc/group. Reads only; writes FILE.");
+  flags.String("--out", "FILE", &out, "the recording ('-': stdout)")
+      .String("--sysfs-root", "DIR", &options.sysfs_root, "default /sys")
+      .String("--proc-root", "DIR", &options.proc_root, "where `modules` is read (default /proc)")
+      .String("--etc-root", "DIR", &options.etc_root,
+              "where passwd and group are read (default /etc)")
+      .Value("--kernel-version", "V", "instead of uname -r", [&options](absl::string_view v) {
+        if (!IsSafeName(v)) return absl::InvalidArgumentError("not a release name");
+        options.kernel = std::string(v);
+        return absl::OkStatus();
+      });
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  if (out.empty()) return ReportError("record", flags.Error("--out FILE is required"));
   absl::StatusOr<RecordResult> recorded = RecordMachine(options);
-  if (!recorded.ok()) return Fail("record", recorded.status());
+  if (!recorded.ok()) return ReportError("record", recorded.status());
   for (const std::string& problem : recorded->problems) {
     std::fprintf(stderr, "hotring record: skipped %s\n", problem.c_str());
   }
@@ -472,13 +427,13 @@ int RecordCommand(const std::vector<std::string>& args) {
   // What we write must be what replay reads: a fact the parser refuses is our bug, not the
   // board's, and must not surface only on the other machine.
   if (absl::StatusOr<Recording> check = ParseRecording(text); !check.ok()) {
-    return Fail("record", absl::InternalError(absl::StrCat("the recording does not parse back: ",
+    return ReportError("record", absl::InternalError(absl::StrCat("the recording does not parse back: ",
                                                            check.status().message())));
   }
   if (out == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else if (absl::Status written = WriteWholeFile(out, text); !written.ok()) {
-    return Fail("record", written);
+    return ReportError("record", written);
   }
   std::fprintf(stderr, "hotring record: %zu devices, %zu events, %zu loaded modules, kernel %s\n",
                recorded->recording.devices.size(), recorded->recording.events.size(),
@@ -489,9 +444,11 @@ int RecordCommand(const std::vector<std::string>& args) {
 int ReplayCommand(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == kRunFlag) return RunWrapped(args);
   ReplayOptions o;
-  if (absl::Status parsed = ParseReplayArgs(args, o); !parsed.ok()) return Fail("replay", parsed);
+  absl::StatusOr<FlagsParsed> parsed = ParseReplayArgs(args, o);
+  if (!parsed.ok()) return ReportError("replay", parsed.status());
+  if (*parsed == FlagsParsed::kHelpShown) return 0;
   absl::StatusOr<std::string> text = ReadWholeFile(o.recording, kMaxRecordingBytes);
-  if (!text.ok()) return Fail("replay", text.status());
+  if (!text.ok()) return ReportError("replay", text.status());
   absl::StatusOr<Recording> recording = ParseRecording(*text);
   if (!recording.ok()) {
     std::fprintf(stderr, "hotring replay: %s:%s\n", o.recording.c_str(),
@@ -499,24 +456,24 @@ int ReplayCommand(const std::vector<std::string>& args) {
     return 1;
   }
   absl::StatusOr<std::string> work = MakeWorkDir(o.keep_work);
-  if (!work.ok()) return Fail("replay", work.status());
+  if (!work.ok()) return ReportError("replay", work.status());
   absl::StatusOr<std::string> manifest = Replay(o, *recording, *work);
   if (o.keep_work.empty()) (void)RemoveTree(*work);
-  if (!manifest.ok()) return Fail("replay", manifest.status());
+  if (!manifest.ok()) return ReportError("replay", manifest.status());
   if (!o.out.empty()) {
-    if (absl::Status w = WriteWholeFile(o.out, *manifest); !w.ok()) return Fail("replay", w);
+    if (absl::Status w = WriteWholeFile(o.out, *manifest); !w.ok()) return ReportError("replay", w);
   }
   if (o.golden.empty()) {
     if (o.out.empty()) std::fwrite(manifest->data(), 1, manifest->size(), stdout);
     return 0;
   }
   if (o.update) {
-    if (absl::Status w = WriteWholeFile(o.golden, *manifest); !w.ok()) return Fail("replay", w);
+    if (absl::Status w = WriteWholeFile(o.golden, *manifest); !w.ok()) return ReportError("replay", w);
     std::fprintf(stderr, "hotring replay: wrote %s\n", o.golden.c_str());
     return 0;
   }
   absl::StatusOr<std::string> golden = ReadWholeFile(o.golden, 64 << 20);
-  if (!golden.ok()) return Fail("replay", golden.status());
+  if (!golden.ok()) return ReportError("replay", golden.status());
   const std::string diff = UnifiedDiff(o.golden, *golden, "replay", *manifest);
   if (diff.empty()) {
     std::fprintf(stderr, "hotring replay: the manifest matches %s\n", o.golden.c_str());

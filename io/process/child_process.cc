@@ -167,4 +167,10 @@ std::string DescribeExit(const io::ExitStatus& status) {
   return absl::StrCat("killed by signal ", status.code);
 }
 
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return absl::StrCat("exit ", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) return absl::StrCat("signal ", WTERMSIG(wait_status));
+  return absl::StrCat("wait status ", wait_status);
+}
+
 }  // namespace hotring::io::process

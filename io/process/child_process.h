@@ -92,6 +92,9 @@ absl::StatusOr<ChildProcess> ForkChild(absl::FunctionRef<int()> body);
 // "exit code 3" or "killed by signal 9".
 [[nodiscard]] std::string DescribeExit(const io::ExitStatus& status);
 
+// "exit 1" or "signal 9", for a waitpid() status of a child reaped elsewhere.
+[[nodiscard]] std::string DescribeWaitStatus(int wait_status);
+
 }  // namespace hotring::io::process
 
 #endif  // HOTRING_IO_PROCESS_CHILD_PROCESS_H_

@@ -48,6 +48,13 @@ TEST_F(ChildProcessTest, ForkedBodyExitCodeComesBackThroughWait) {
   EXPECT_EQ(child->TryReap().status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(DescribeWaitStatusTest, SaysHowAChildEnded) {
+  EXPECT_EQ(DescribeWaitStatus(0), "exit 0");
+  EXPECT_EQ(DescribeWaitStatus(4 << 8), "exit 4");    // what waitpid reports for exit(4)
+  EXPECT_EQ(DescribeWaitStatus(SIGKILL), "signal 9");  // and for a SIGKILL
+  EXPECT_EQ(DescribeWaitStatus(0x137f), "wait status 4991");  // stopped by SIGSTOP
+}
+
 TEST_F(ChildProcessTest, SignalReachesTheChildAndWaitReportsIt) {
   std::unique_ptr<io::Reactor> reactor = MakeReactor();
   ASSERT_NE(reactor, nullptr);

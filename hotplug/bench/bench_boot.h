@@ -1,0 +1,18 @@
+// `hotring bench boot`: boots qemu guests with hotring's and other initramfs images and compares
+// them. The images are built by a checkout's scripts, so this is
+// testing/initramfs/bench_boot.sh, run with this binary as the images' hotring.
+#ifndef HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_
+#define HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_
+
+#include <string>
+#include <vector>
+
+namespace hotring::hotplug::bench {
+
+// Execs the script with `args` (and --hotring /proc/self/exe unless given); returns only on
+// failure: 2 outside a checkout, 1 when the script cannot be started.
+int BenchBootCommand(const std::vector<std::string>& args);
+
+}  // namespace hotring::hotplug::bench
+
+#endif  // HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_

@@ -1,0 +1,140 @@
+// `hotring daemon`: its flags, then the daemon through the one launcher (hotplug/daemon/
+// launch.h) with the handler chain the flags ask for.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "core/flags.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/cli/commands.h"
+#include "hotplug/cli/handler_chain.h"
+#include "hotplug/daemon/daemon.h"
+#include "hotplug/daemon/launch.h"
+#include "hotplug/udev/monitor.h"
+
+namespace hotring::hotplug {
+namespace {
+
+// Everything `hotring daemon` is told. Owns its options.
+struct DaemonConfig {
+  DaemonOptions daemon;
+  ChainOptions chain;
+  LogLevel level = LogLevel::kNotice;
+  LogSink sink = LogSink::kStderr;
+  std::optional<int> ready_fd;
+  bool daemonize = false;
+};
+
+// The event flow's own flags: sockets, ordering, bounds, timeline.
+void AddFlowFlags(FlagSet& flags, DaemonOptions& options) {
+  flags
+      .String("--socket", "PATH|@NAME", &options.socket,
+              "control socket (default /run/hotring/control)")
+      .Int("--children-max", "N", &options.children_max, 1, 4096,
+           "events handled at once (default 8 + 2 x CPUs)")
+      // For fault tests that overflow the completion queue.
+      .Int("--ring-entries", "N", &options.ring_entries, 1, 4096, "")
+      .Hidden()
+      .Int("--max-pending", "N", &options.max_pending, 1, 10'000'000,
+           "events held+queued+running before netlink reading waits and other events are "
+           "dropped (default 4096)")
+      .Seconds("--reorder-timeout", "S", &options.reorder_timeout,
+               "wait at most S seconds for a missing SEQNUM (default 5)")
+      .Int("--expect-seqnum", "N", &options.expect_seqnum, 0, INT64_MAX,
+           "first SEQNUM expected")
+      .String("--seqnum-file", "PATH", &options.seqnum_file,
+              "default /sys/kernel/uevent_seqnum ('' to ignore)")
+      .Store("--no-netlink", &options.netlink, false, "do not listen to kernel uevents")
+      .Int("--netlink-rcvbuf", "BYTES", &options.netlink_rcvbuf, 4096, INT32_MAX / 2,
+           "netlink receive buffer (default 128 MiB)")
+      .Value("--netlink-fd", "N",
+             "take over the inherited kernel uevent socket N (bound to group 1) instead of "
+             "opening one; what it queued is kept",
+             [&options](absl::string_view v) -> absl::Status {
+               HOTRING_ASSIGN_OR_RETURN(const int64_t n, FlagSet::ParseInt(v, 0, INT32_MAX));
+               // Ours from here, and not for whatever the daemon starts (as --ready-fd).
+               if (::fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) != 0) {
+                 return absl::InvalidArgumentError(absl::StrCat(n, ": ", std::strerror(errno)));
+               }
+               options.netlink_fd = UniqueFd(static_cast<int>(n));
+               return absl::OkStatus();
+             })
+      .Bool("--netlink-trust-userspace", &options.netlink_trust_userspace,
+            "accept uevents from any sender (tests only)")
+      .String("--sysfs-root", "DIR", &options.sysfs_root,
+              "tree the overrun resync walks (default /sys)")
+      .Int("--rebroadcast", "GROUP", &options.rebroadcast_group, 2, 32,
+           "re-send handled events to netlink group 2..32")
+      .String("--record-timeline", "FILE", &options.record_timeline,
+              "write one line per event transition to FILE (hotring report)")
+      .Int("--timeline-keep", "N", &options.timeline_keep, 0, 10'000'000,
+           "timeline lines kept in memory for `report` (default 4096)")
+      .String("--probe-dev-root", "DIR", &options.probe_dev_root,
+              "where DEVNAME nodes are for settle --for LABEL=, PARTUUID=.. (default /dev)");
+}
+
+// How the daemon logs and tells its starter that it serves.
+void AddProcessFlags(FlagSet& flags, DaemonConfig& config) {
+  flags
+      .Value("--log-level", "LEVEL", "error|warning|notice|info|debug (default notice)",
+             [&config](absl::string_view v) {
+               if (!ParseLogLevel(std::string(v), &config.level)) {
+                 return absl::InvalidArgumentError(absl::StrCat("unknown log level ", v));
+               }
+               return absl::OkStatus();
+             })
+      .Store("--log-kmsg", &config.sink, LogSink::kKmsg, "log to /dev/kmsg (initramfs)")
+      .Int("--ready-fd", "N", &config.ready_fd, 0, INT32_MAX,
+           "write a newline to fd N and close it once serving")
+      .Bool("--daemonize|--daemon|-d", &config.daemonize,
+            "run in the background: exit 0 once the daemon serves, or non-zero with its error "
+            "(stdin/stdout to /dev/null, stderr kept for the log)")
+      .Text("Serving means the control socket (and netlink, when on) is bound: a request sent "
+            "from then")
+      .Text("on is answered. With NOTIFY_SOCKET set, READY=1 is sent there too (sd_notify).");
+}
+
+}  // namespace
+
+int DaemonCommand(const std::vector<std::string>& args) {
+  DaemonConfig config;
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  AddFlowFlags(flags, config.daemon);
+  AddChainFlags(flags, config.chain);
+  AddProcessFlags(flags, config);
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  if (config.chain.udev_compat && config.daemon.rebroadcast_group == udev::kUdevMonitorGroup) {
+    // libudev would take the kernel-format copies on group 2 for udev's own announcements.
+    return ReportError("daemon", absl::InvalidArgumentError(
+                                     "--rebroadcast 2 and --udev-compat both send on group 2"));
+  }
+  LaunchOptions launch;
+  launch.name = "hotring daemon";
+  launch.daemonize = config.daemonize;
+  launch.ready_fd = config.ready_fd;
+  if (const char* notify_socket = std::getenv("NOTIFY_SOCKET"); notify_socket != nullptr) {
+    launch.notify_socket = notify_socket;
+  }
+  ::unsetenv("NOTIFY_SOCKET");  // ours alone: nothing we start may report in our name
+  launch.setup = [&config] {
+    if (absl::Status logging = InitLogging(config.sink, config.level); !logging.ok()) {
+      (void)InitLogging(LogSink::kStderr, config.level);
+      LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
+    }
+  };
+  const std::string sysfs_root = config.daemon.sysfs_root;
+  launch.make_handler = [&config, &sysfs_root] {
+    return BuildHandlerChain(std::move(config.chain), sysfs_root);
+  };
+  // stderr stays for the log.
+  launch.detach_stderr = false;
+  return LaunchDaemon(std::move(config.daemon), std::move(launch));
+}
+
+}  // namespace hotring::hotplug
