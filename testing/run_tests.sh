@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 status=0
 bazel build //:hotring || exit 1
 sh testing/check_clocks.sh || status=1
+python3 testing/check_layout.py || status=1
 file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; status=1; }
 bazel test //... || status=1
 passed=0
