@@ -1,14 +1,18 @@
 #include "core/log.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 
@@ -22,7 +26,10 @@ struct LogConfig {
   std::atomic<LogSink> sink{LogSink::kStderr};
   LogLevel max_level = LogLevel::kNotice;
   std::string tag = "hotring";
-  UniqueFd kmsg;
+  UniqueFd kmsg;  // /dev/kmsg, the --log-file, or the socket syslog lines are sent from
+  sockaddr_un syslog_address{};
+  socklen_t syslog_address_length = 0;
+  absl::TimeZone zone;
 };
 
 LogConfig& Config() {
@@ -58,6 +65,12 @@ int WriteAll(int fd, absl::string_view data) {
   return 0;
 }
 
+void ReplaceNewlines(std::string& line) {
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+}
+
 std::string FormatLine(const LogConfig& config, LogSink sink, LogLevel level,
                        absl::string_view message) {
   std::string line;
@@ -67,26 +80,89 @@ std::string FormatLine(const LogConfig& config, LogSink sink, LogLevel level,
   } else {
     line = absl::StrCat(config.tag, ": ", LevelName(level), ": ", message);
   }
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
+  ReplaceNewlines(line);
   line.push_back('\n');
   return line;
 }
 
+// Opens the syslog socket and checks that a syslog daemon listens on `path`.
+absl::Status OpenSyslog(LogConfig& config, absl::string_view path) {
+  if (path.empty()) path = "/dev/log";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("syslog socket ", path, ": name too long"));
+  }
+  path.copy(address.sun_path, path.size());
+  const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)");
+  // A probe only: lines are sent with sendto, so a restarted syslog daemon (a new socket under
+  // the same name) gets them without a reconnect.
+  UniqueFd probe(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return ErrnoStatus("socket(AF_UNIX)");
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    return ErrnoStatus(absl::StrCat("connect(", path, ")"));
+  }
+  config.kmsg = std::move(fd);
+  config.syslog_address = address;
+  config.syslog_address_length = length;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::Status InitLogging(LogSink sink, LogLevel max_level, absl::string_view tag) {
+std::string FormatSyslogLine(LogLevel level, absl::string_view tag, int pid, absl::Time now,
+                             absl::TimeZone zone, absl::string_view message) {
+  constexpr int kFacilityDaemon = 3;
+  std::string line = absl::StrCat("<", kFacilityDaemon * 8 + static_cast<int>(level), ">",
+                                  absl::FormatTime("%b %e %H:%M:%S", now, zone), " ", tag, "[",
+                                  pid, "]: ", message);
+  ReplaceNewlines(line);
+  return line;
+}
+
+std::string FormatFileLine(LogLevel level, absl::string_view tag, absl::Time now,
+                           absl::TimeZone zone, absl::string_view message) {
+  std::string line = absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%E3S", now, zone), " ", tag,
+                                  ": ", LevelName(level), ": ", message);
+  ReplaceNewlines(line);
+  line.push_back('\n');
+  return line;
+}
+
+absl::Status InitLogging(LogSink sink, LogLevel max_level, absl::string_view tag,
+                         absl::string_view path) {
   LogConfig& config = Config();
   config.max_level = max_level;
   config.tag = std::string(tag);
   config.sink.store(LogSink::kStderr);
-  if (sink == LogSink::kKmsg) {
-    const int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return ErrnoStatus("open(/dev/kmsg)");
-    config.kmsg.Reset(fd);
-    config.sink.store(LogSink::kKmsg);
+  config.kmsg.Reset();
+  switch (sink) {
+    case LogSink::kStderr:
+    case LogSink::kNone:
+      break;
+    case LogSink::kKmsg: {
+      const int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) return ErrnoStatus("open(/dev/kmsg)");
+      config.kmsg.Reset(fd);
+      break;
+    }
+    case LogSink::kFile: {
+      const std::string file(path);
+      const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+                            0640);
+      if (fd < 0) return ErrnoStatus(absl::StrCat("open(", file, ")"));
+      config.kmsg.Reset(fd);
+      config.zone = absl::LocalTimeZone();
+      break;
+    }
+    case LogSink::kSyslog:
+      if (absl::Status opened = OpenSyslog(config, path); !opened.ok()) return opened;
+      config.zone = absl::LocalTimeZone();
+      break;
   }
+  config.sink.store(sink);
   return absl::OkStatus();
 }
 
@@ -108,6 +184,27 @@ bool LogEnabled(LogLevel level) {
 void LogLine(LogLevel level, absl::string_view message) {
   LogConfig& config = Config();
   const LogSink sink = config.sink.load(std::memory_order_relaxed);
+  switch (sink) {
+    case LogSink::kNone:
+      return;
+    case LogSink::kFile:
+      // A full disk loses lines; it is no reason to write them anywhere else.
+      (void)WriteAll(config.kmsg.get(),
+                     FormatFileLine(level, config.tag, absl::Now(), config.zone, message));
+      return;
+    case LogSink::kSyslog: {
+      // Never waits: a syslog daemon that does not keep up loses lines, the daemon no time.
+      const std::string line =
+          FormatSyslogLine(level, config.tag, ::getpid(), absl::Now(), config.zone, message);
+      (void)::sendto(config.kmsg.get(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                     reinterpret_cast<const sockaddr*>(&config.syslog_address),
+                     config.syslog_address_length);
+      return;
+    }
+    case LogSink::kStderr:
+    case LogSink::kKmsg:
+      break;
+  }
   if (sink == LogSink::kKmsg) {
     const int error = WriteAll(config.kmsg.get(), FormatLine(config, sink, level, message));
     // A /dev/kmsg that stops taking lines (a full or read-only file in its place, a kernel

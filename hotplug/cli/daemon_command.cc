@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -26,7 +27,9 @@ struct DaemonConfig {
   DaemonOptions daemon;
   ChainOptions chain;
   LogLevel level = LogLevel::kNotice;
-  LogSink sink = LogSink::kStderr;
+  // --log-kmsg, --log-file, --log-syslog; unset: stderr, or /dev/kmsg once daemonized.
+  std::optional<LogSink> sink;
+  std::string log_path;  // --log-file
   std::optional<int> ready_fd;
   bool daemonize = false;
 };
@@ -89,15 +92,47 @@ void AddProcessFlags(FlagSet& flags, DaemonConfig& config) {
                }
                return absl::OkStatus();
              })
-      .Store("--log-kmsg", &config.sink, LogSink::kKmsg, "log to /dev/kmsg (initramfs)")
+      .Store("--log-kmsg", &config.sink, std::optional<LogSink>(LogSink::kKmsg),
+             "log to /dev/kmsg (initramfs)")
+      .Value("--log-file", "FILE", "append the log to FILE (with the time of each line)",
+             [&config](absl::string_view v) {
+               if (v.empty()) return absl::InvalidArgumentError("--log-file needs a file name");
+               config.sink = LogSink::kFile;
+               config.log_path = std::string(v);
+               return absl::OkStatus();
+             })
+      .Store("--log-syslog", &config.sink, std::optional<LogSink>(LogSink::kSyslog),
+             "log to syslog (/dev/log, facility daemon)")
       .Int("--ready-fd", "N", &config.ready_fd, 0, INT32_MAX,
            "write a newline to fd N and close it once serving")
       .Bool("--daemonize|--daemon|-d", &config.daemonize,
-            "run in the background: exit 0 once the daemon serves, or non-zero with its error "
-            "(stdin/stdout to /dev/null, stderr kept for the log)")
+            "run in the background: exit 0 once the daemon serves, or non-zero with its error; "
+            "then stdin, stdout and stderr go to /dev/null and the log to /dev/kmsg (nowhere "
+            "when it cannot be opened) unless --log-file, --log-syslog or --log-kmsg say")
       .Text("Serving means the control socket (and netlink, when on) is bound: a request sent "
             "from then")
       .Text("on is answered. With NOTIFY_SOCKET set, READY=1 is sent there too (sd_notify).");
+}
+
+// Where the daemon logs: where a flag says; else stderr in the foreground, and /dev/kmsg once
+// daemonized (as udevd --daemon), or nowhere when /dev/kmsg cannot be opened there. A --log-file
+// or --log-syslog that cannot be opened is a start-up error.
+absl::Status SetUpLogging(const DaemonConfig& config) {
+  const LogSink sink = config.sink.value_or(config.daemonize ? LogSink::kKmsg : LogSink::kStderr);
+  const absl::Status logging = InitLogging(sink, config.level, "hotring", config.log_path);
+  if (logging.ok() || sink != LogSink::kKmsg) return logging;
+  if (!config.daemonize) {
+    (void)InitLogging(LogSink::kStderr, config.level);
+    LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
+    return absl::OkStatus();
+  }
+  (void)InitLogging(LogSink::kNone, config.level);
+  if (config.sink.has_value()) {
+    // Asked for: the caller's stderr is still ours until the daemon serves.
+    std::fprintf(stderr, "hotring daemon: cannot log to /dev/kmsg (%s); not logging\n",
+                 logging.ToString().c_str());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -122,18 +157,11 @@ int DaemonCommand(const std::vector<std::string>& args) {
     launch.notify_socket = notify_socket;
   }
   ::unsetenv("NOTIFY_SOCKET");  // ours alone: nothing we start may report in our name
-  launch.setup = [&config] {
-    if (absl::Status logging = InitLogging(config.sink, config.level); !logging.ok()) {
-      (void)InitLogging(LogSink::kStderr, config.level);
-      LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
-    }
-  };
+  launch.setup = [&config] { return SetUpLogging(config); };
   const std::string sysfs_root = config.daemon.sysfs_root;
   launch.make_handler = [&config, &sysfs_root] {
     return BuildHandlerChain(std::move(config.chain), sysfs_root);
   };
-  // stderr stays for the log.
-  launch.detach_stderr = false;
   return LaunchDaemon(std::move(config.daemon), std::move(launch));
 }
 

@@ -24,6 +24,7 @@ int RunMdevDaemon(rules::MdevDaemon mdev) {
   launch.setup = [&mdev] {
     (void)InitLogging(mdev.syslog ? LogSink::kKmsg : LogSink::kStderr, mdev.level, "mdev");
     if (mdev.scan_first) mdev.scan();
+    return absl::OkStatus();
   };
   launch.make_handler = [&mdev]() -> absl::StatusOr<std::unique_ptr<Handler>> {
     absl::StatusOr<std::unique_ptr<rules::RulesHandler>> handler =

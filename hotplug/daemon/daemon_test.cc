@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
@@ -39,6 +40,7 @@ using Recorder = ::hotring::testing::HandlerRecorder;
 using RawSender = ::hotring::testing::ControlSender;
 using ::hotring::testing::CommandResult;
 using ::hotring::testing::DaemonProcess;
+using ::hotring::testing::HotringBinary;
 using ::hotring::testing::MakeTempDir;
 using ::hotring::testing::RunHotring;
 using ::hotring::testing::ScaledForEmulation;
@@ -591,10 +593,14 @@ bool ProbeBound(const std::string& name) {
 // --daemonize (and its aliases): the parent's exit 0 means the daemon already serves, so the
 // very first request is queued and read without any retry loop in the caller.
 TEST(DaemonTest, DaemonizeExitsOnceTheDaemonServes) {
+  absl::StatusOr<std::string> dir = MakeTempDir("daemonize");
+  ASSERT_TRUE(dir.ok());
+  const std::string log = *dir + "/daemon.log";
   for (const char* flag : {"--daemonize", "--daemon", "-d"}) {
     const std::string socket = absl::StrCat("@hotring-daemonize-test-", ::getpid(), flag);
-    absl::StatusOr<CommandResult> started =
-        RunHotring({"daemon", "--no-netlink", "--socket", socket, flag}, {}, absl::Seconds(20));
+    absl::StatusOr<CommandResult> started = RunHotring(
+        {"daemon", "--no-netlink", "--socket", socket, flag, "--log-file", log}, {},
+        absl::Seconds(20));
     ASSERT_TRUE(started.ok());
     ASSERT_EQ(started->exit_code, 0) << flag << ": " << started->err;
     EXPECT_TRUE(ProbeBound(socket)) << flag << ": exited 0 before the socket was bound";
@@ -607,6 +613,82 @@ TEST(DaemonTest, DaemonizeExitsOnceTheDaemonServes) {
     ASSERT_TRUE(exit.ok());
     EXPECT_EQ(exit->exit_code, 0) << exit->err;
   }
+  ::unlink(log.c_str());
+  ::rmdir(dir->c_str());
+}
+
+// Quotes `text` for /bin/sh.
+std::string ShellQuote(absl::string_view text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
+}
+
+// Runs `script` with /bin/sh -c; the deadline only keeps a hang from hanging the test (a
+// daemon that keeps the caller's streams makes `$(...)` and a pipe wait for it forever).
+CommandResult RunShell(const std::string& script) {
+  absl::StatusOr<CommandResult> r =
+      ::hotring::testing::RunCommand({"/bin/sh", "-c", script}, {}, ScaledForEmulation(absl::Seconds(30)));
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : CommandResult{};
+}
+
+// An init script's `out=$(hotring daemon --daemonize ... 2>&1)` and a pipe around the daemon
+// both end once the daemon serves: it lets go of stdin, stdout and stderr (as daemon(3) and
+// udevd --daemon) and logs where --log-file says. A start-up error still reaches the caller.
+TEST(DaemonTest, DaemonizeLetsGoOfTheCallersStreams) {
+  absl::StatusOr<std::string> dir = MakeTempDir("daemonize_streams");
+  ASSERT_TRUE(dir.ok());
+  const std::string log = *dir + "/daemon.log";
+  const std::string socket = absl::StrCat("@hotring-daemonize-streams-", ::getpid());
+  const std::string daemon = absl::StrCat(ShellQuote(HotringBinary()), " daemon --no-netlink --socket ",
+                                          socket, " --daemonize --log-file ", ShellQuote(log));
+  // In a command substitution, stderr into it too.
+  const CommandResult captured = RunShell(absl::StrCat("out=$(", daemon, " 2>&1); echo \"status=$? out=[$out]\""));
+  EXPECT_EQ(captured.exit_code, 0) << "the shell was killed at its deadline: " << captured.err;
+  EXPECT_EQ(captured.out, "status=0 out=[]\n");
+  absl::StatusOr<CommandResult> status = RunHotring({"control", "status", "--socket", socket});
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->exit_code, 0) << status->err;
+  // The second start finds the socket taken: its error comes through the substitution, and
+  // its exit status is non-zero; the first daemon serves on.
+  const CommandResult taken = RunShell(absl::StrCat("out=$(", daemon, " 2>&1); echo \"status=$? out=[$out]\""));
+  EXPECT_EQ(taken.exit_code, 0) << taken.err;
+  EXPECT_TRUE(absl::StartsWith(taken.out, "status=1 out=[hotring daemon: socket " + socket +
+                                              " is already in use"))
+      << taken.out;
+  absl::StatusOr<CommandResult> exit = RunHotring({"control", "exit", "--socket", socket});
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->exit_code, 0) << exit->err;
+
+  // In a pipe, stdout and stderr both into it.
+  const CommandResult piped = RunShell(absl::StrCat("{ ", daemon, " 2>&1; echo \"status=$?\"; } | cat"));
+  EXPECT_EQ(piped.exit_code, 0) << "the pipe was killed at its deadline: " << piped.err;
+  EXPECT_EQ(piped.out, "status=0\n");
+  status = RunHotring({"control", "status", "--socket", socket});
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->exit_code, 0) << status->err;
+  exit = RunHotring({"control", "exit", "--socket", socket});
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->exit_code, 0) << exit->err;
+
+  // The log went to the file: both starts, and no line to the caller.
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  size_t ready = 0;
+  for (size_t at = 0; (at = text.str().find("hotring: notice: daemon ready: socket " + socket, at)) !=
+                      std::string::npos;
+       ++at) {
+    ++ready;
+  }
+  EXPECT_EQ(ready, 2u) << text.str();
+  // A --log-file that cannot be opened is a start-up error the caller sees.
+  const CommandResult bad = RunShell(absl::StrCat(
+      "out=$(", ShellQuote(HotringBinary()), " daemon --no-netlink --socket ", socket,
+      "-bad --daemonize --log-file ", ShellQuote(*dir + "/no/such/dir/log"), " 2>&1); echo \"status=$? out=[$out]\""));
+  EXPECT_TRUE(absl::StartsWith(bad.out, "status=1 out=[hotring daemon: ")) << bad.out;
+  EXPECT_NE(bad.out.find("no/such/dir/log"), std::string::npos) << bad.out;
+  ::unlink(log.c_str());
+  ::rmdir(dir->c_str());
 }
 
 // A daemonized start that fails reports the child's error and exit code from the parent.

@@ -58,7 +58,9 @@ int LaunchDaemon(DaemonOptions options, LaunchOptions launch) {
     if (!launch.daemonize) Say(launch.name, status);
     return ExitCode(status);
   };
-  if (launch.setup) launch.setup();
+  if (launch.setup) {
+    if (absl::Status set_up = launch.setup(); !set_up.ok()) return fail(set_up);
+  }
   std::unique_ptr<Handler> handler;
   if (launch.make_handler) {
     absl::StatusOr<std::unique_ptr<Handler>> made = launch.make_handler();
@@ -69,9 +71,11 @@ int LaunchDaemon(DaemonOptions options, LaunchOptions launch) {
   }
   const bool detach = launch.daemonize;
   options.on_ready = [&readiness, detach, &launch] {
-    readiness->Ready();
-    // From now on there is nobody to read what the caller's terminal would show.
+    // From now on nobody reads what the caller's terminal would show; and let go of its streams
+    // before the word that ends the caller's process, so that a `$(...)` or a pipe around the
+    // caller ends with it.
     if (detach) DetachStdio(launch.detach_stdout, launch.detach_stderr);
+    readiness->Ready();
   };
   absl::StatusOr<std::unique_ptr<Daemon>> daemon =
       Daemon::Create(std::move(options), std::move(handler));

@@ -27,13 +27,15 @@ struct LaunchOptions {
   std::optional<int> ready_fd;  // --ready-fd
   std::string notify_socket;    // NOTIFY_SOCKET's value; empty: none
   // In the process that will serve, before anything else (logging, a scan of an empty /dev).
-  std::function<void()> setup;
+  // An error ends the start (said to the caller, as any start-up error).
+  std::function<absl::Status()> setup;
   // The handler chain, made in the process that will serve.
   std::function<absl::StatusOr<std::unique_ptr<Handler>>()> make_handler;
   // Once the sockets are bound, before the daemon says it is ready (mdev -d's scan).
   std::function<void()> before_ready;
-  // When daemonized and ready, stdin goes to /dev/null; these say whether stdout and stderr
-  // follow (stderr may stay for the log).
+  // When daemonized and ready, stdin goes to /dev/null, and stdout and stderr unless these say
+  // otherwise (busybox's `mdev -d -S` keeps them), so that the caller's pipes and $(...) see
+  // their end once the caller's process exits.
   bool detach_stdout = true;
   bool detach_stderr = true;
 };
