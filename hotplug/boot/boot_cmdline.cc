@@ -9,11 +9,14 @@
 namespace hotring::hotplug::boot {
 namespace {
 
-void ReadSeconds(absl::string_view value, absl::Duration* out) {
+// False (and `out` untouched) for what is not a number of seconds from 0 to a day.
+bool ReadSeconds(absl::string_view value, absl::Duration* out) {
   double seconds = 0;
   if (absl::SimpleAtod(value, &seconds) && seconds >= 0 && seconds <= 24 * 3600) {
     *out = absl::Seconds(seconds);
+    return true;
   }
+  return false;
 }
 
 }  // namespace
@@ -42,6 +45,7 @@ std::vector<std::string> SplitCmdline(absl::string_view text) {
 
 BootCmdline ParseBootCmdline(absl::string_view text) {
   BootCmdline cmdline;
+  bool forever = false;
   for (const std::string& word : SplitCmdline(text)) {
     const size_t eq = word.find('=');
     const absl::string_view key =
@@ -60,10 +64,22 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
       cmdline.root_rw = false;
     } else if (key == "init" && !value.empty()) {
       cmdline.init = std::string(value);
-    } else if (key == "hotring.rootwait") {
-      ReadSeconds(value, &cmdline.root_wait);
+    } else if (key == "rootwait" && eq == std::string::npos) {
+      forever = true;
+    } else if (key == "rootdelay" || key == "rootwait" || key == "hotring.rootwait") {
+      if (ReadSeconds(value, &cmdline.root_wait)) cmdline.root_wait_source = word;
+    } else if (key == "panic") {
+      // As initramfs-tools: what is not a number halts.
+      int seconds = 0;
+      cmdline.panic = absl::SimpleAtoi(value, &seconds) ? seconds : 0;
+    } else if (key == "hotring.rescue") {
+      cmdline.rescue = value == "shell"      ? BootCmdline::Rescue::kShell
+                       : value == "reboot"   ? BootCmdline::Rescue::kReboot
+                       : value == "halt"     ? BootCmdline::Rescue::kHalt
+                       : value == "poweroff" ? BootCmdline::Rescue::kPowerOff
+                                             : BootCmdline::Rescue::kUnset;
     } else if (key == "hotring.settle_timeout") {
-      ReadSeconds(value, &cmdline.settle_timeout);
+      (void)ReadSeconds(value, &cmdline.settle_timeout);
     } else if (key == "hotring.settle_for" && absl::StrContains(value, '=')) {
       cmdline.settle_for.emplace_back(value);
     } else if (key == "hotring.drivers_first") {
@@ -84,6 +100,10 @@ BootCmdline ParseBootCmdline(absl::string_view text) {
         cmdline.stat_nodes.emplace_back(node);
       }
     }
+  }
+  if (forever) {
+    cmdline.root_wait = absl::InfiniteDuration();
+    cmdline.root_wait_source = "rootwait";
   }
   return cmdline;
 }

@@ -20,7 +20,20 @@ struct BootCmdline {
   std::string root_flags;     // rootflags=, passed to mount(2) as data
   bool root_rw = false;       // `rw` (default: read-only, as the kernel mounts it)
   std::string init = "/sbin/init";  // init= in the new root
-  absl::Duration root_wait = absl::Seconds(30);  // hotring.rootwait=S: how long root= may take
+  // How long root= may take to appear: rootdelay=S (the whole wait here; initramfs-tools
+  // sleeps S and then waits max(30, S)), the kernel's rootwait=S (6.5 on), hotring.rootwait=S;
+  // the last of these decides. A bare `rootwait` waits forever (absl::InfiniteDuration()),
+  // wherever it stands, as the kernel does after any rootdelay. Default 30 s, as
+  // initramfs-tools'.
+  absl::Duration root_wait = absl::Seconds(30);
+  std::string root_wait_source;  // the word that set root_wait ("rootdelay=2"); "" by default
+  // What happens when the boot cannot go on (root= never appeared, or will not mount):
+  // hotring.rescue=shell|reboot|halt|poweroff; unset: rescue.h's ChooseRescue decides.
+  enum class Rescue { kUnset, kShell, kReboot, kHalt, kPowerOff };
+  Rescue rescue = Rescue::kUnset;
+  // panic=N as the kernel and initramfs-tools read it: N > 0 reboot after N seconds, N < 0 at
+  // once, 0 (or not a number) halt. nullopt: not on the command line.
+  std::optional<int> panic;
   bool test = false;          // hotring.test: report, then power off even with root=
   bool timeline = false;      // hotring.timeline: print the daemon's timeline after the report
   // hotring.drivers_first=0: coldplug in udevadm's order alone, without writing the devices

@@ -53,6 +53,44 @@ TEST(BootCmdlineTest, HotringSwitches) {
   EXPECT_FALSE(ParseBootCmdline("hotring.test=0").test);
 }
 
+TEST(BootCmdlineTest, RootDelayAndRootWait) {
+  BootCmdline c = ParseBootCmdline("root=UUID=x rootdelay=2");
+  EXPECT_EQ(c.root_wait, absl::Seconds(2));
+  EXPECT_EQ(c.root_wait_source, "rootdelay=2");
+  EXPECT_EQ(ParseBootCmdline("root=/dev/vda").root_wait_source, "");
+  // The kernel's rootwait=S (6.5 on) and the old hotring.rootwait=S; the last one decides.
+  c = ParseBootCmdline("rootdelay=2 rootwait=7.5");
+  EXPECT_EQ(c.root_wait, absl::Milliseconds(7500));
+  EXPECT_EQ(c.root_wait_source, "rootwait=7.5");
+  EXPECT_EQ(ParseBootCmdline("hotring.rootwait=9 rootdelay=4").root_wait, absl::Seconds(4));
+  // A bare rootwait waits forever wherever it stands (the kernel waits after any rootdelay).
+  for (const char* line : {"rootwait rootdelay=3", "rootdelay=3 rootwait"}) {
+    c = ParseBootCmdline(line);
+    EXPECT_EQ(c.root_wait, absl::InfiniteDuration()) << line;
+    EXPECT_EQ(c.root_wait_source, "rootwait") << line;
+  }
+  // Not a number of seconds: the default stays, and says so.
+  c = ParseBootCmdline("rootdelay=soon rootwait=-1");
+  EXPECT_EQ(c.root_wait, absl::Seconds(30));
+  EXPECT_EQ(c.root_wait_source, "");
+}
+
+TEST(BootCmdlineTest, PanicAndRescue) {
+  EXPECT_FALSE(ParseBootCmdline("root=/dev/vda").panic.has_value());
+  EXPECT_EQ(ParseBootCmdline("panic=5").panic, 5);
+  EXPECT_EQ(ParseBootCmdline("panic=-1").panic, -1);
+  // The kernel reads the last; what is not a number halts (initramfs-tools).
+  EXPECT_EQ(ParseBootCmdline("panic=-1 panic=1").panic, 1);
+  EXPECT_EQ(ParseBootCmdline("panic=x").panic, 0);
+  EXPECT_EQ(ParseBootCmdline("root=/dev/vda").rescue, BootCmdline::Rescue::kUnset);
+  EXPECT_EQ(ParseBootCmdline("hotring.rescue=shell").rescue, BootCmdline::Rescue::kShell);
+  EXPECT_EQ(ParseBootCmdline("hotring.rescue=reboot").rescue, BootCmdline::Rescue::kReboot);
+  EXPECT_EQ(ParseBootCmdline("hotring.rescue=halt").rescue, BootCmdline::Rescue::kHalt);
+  EXPECT_EQ(ParseBootCmdline("hotring.rescue=poweroff").rescue, BootCmdline::Rescue::kPowerOff);
+  EXPECT_EQ(ParseBootCmdline("hotring.rescue=shell hotring.rescue=bogus").rescue,
+            BootCmdline::Rescue::kUnset);
+}
+
 TEST(BootCmdlineTest, BadNumbersKeepTheDefault) {
   EXPECT_EQ(ParseBootCmdline("hotring.rootwait=soon").root_wait, absl::Seconds(30));
   EXPECT_EQ(ParseBootCmdline("hotring.rootwait=-1").root_wait, absl::Seconds(30));
