@@ -189,13 +189,15 @@ void LogLine(LogLevel level, absl::string_view message) {
       return;
     case LogSink::kFile:
       // A full disk loses lines; it is no reason to write them anywhere else.
-      (void)WriteAll(config.kmsg.get(),
-                     FormatFileLine(level, config.tag, absl::Now(), config.zone, message));
+      (void)WriteAll(config.kmsg.get(), FormatFileLine(level, config.tag,
+                                                       absl::Now(),  // realtime-ok: a line's date
+                                                       config.zone, message));
       return;
     case LogSink::kSyslog: {
       // Never waits: a syslog daemon that does not keep up loses lines, the daemon no time.
-      const std::string line =
-          FormatSyslogLine(level, config.tag, ::getpid(), absl::Now(), config.zone, message);
+      const std::string line = FormatSyslogLine(level, config.tag, ::getpid(),
+                                                absl::Now(),  // realtime-ok: RFC 3164's date
+                                                config.zone, message);
       (void)::sendto(config.kmsg.get(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
                      reinterpret_cast<const sockaddr*>(&config.syslog_address),
                      config.syslog_address_length);
