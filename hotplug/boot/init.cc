@@ -39,8 +39,11 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/boot/block_scan.h"
 #include "hotplug/boot/boot_cmdline.h"
 #include "hotplug/boot/boot_report.h"
+#include "hotplug/boot/rescue.h"
+#include "hotplug/boot/rescue_action.h"
 #include "hotplug/client/client.h"
 #include "hotplug/client/daemon_child.h"
 #include "hotplug/coldplug/trigger.h"
@@ -70,12 +73,26 @@ void Say(const std::string& line) {
 
 void Report(const std::string& fact) { Say(absl::StrCat(kReportPrefix, fact)); }
 
-// PID 1 must not exit (the kernel panics): say why, then power off. If even that fails, wait.
-[[noreturn]] void PowerOff(const std::string& why) {
-  if (!why.empty()) Say(absl::StrCat("hotring init: ", why, "; powering off"));
+// The end of a hotring.test boot. If even that fails, wait.
+[[noreturn]] void PowerOff() {
   ::sync();
   ::reboot(RB_POWER_OFF);
   for (;;) ::pause();
+}
+
+// The boot cannot go on: says why, then a shell, a reboot, a halt or a power-off as the command
+// line asks (rescue.h). PID 1 must not exit (the kernel panics); after a shell, it halts.
+[[noreturn]] void Fail(const BootCmdline& cmdline, const std::string& why) {
+  Say(absl::StrCat("hotring init: ", why));
+  const RescuePlan plan = ChooseRescue(cmdline, HaveShell());
+  if (plan.action != RescuePlan::Action::kShell) {
+    Say(absl::StrCat("hotring init: ", RescueLine(plan)));
+  } else {
+    Say(absl::StrCat("hotring init: ", RescueLine(plan), "; exit it to halt"));
+    Say(RunRescueShell(why) ? "hotring init: the shell exited; halting"
+                            : "hotring init: the shell could not be started; halting");
+  }
+  EndBoot(plan);
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -318,21 +335,41 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
 
 // Waits until the device root= names has been handled (its node made, its rules applied):
 // `settle --for DEVNAME=NAME`, or LABEL=/UUID= of its filesystem, without waiting for anything
-// else. Returns the node to mount: root= itself, or /dev/ and the DEVNAME of the device whose
-// superblock matched.
-absl::StatusOr<std::string> WaitForRoot(const BootCmdline& cmdline) {
-  HOTRING_ASSIGN_OR_RETURN(const RootSpec spec, ParseRootSpec(cmdline.root));
-  absl::StatusOr<std::vector<std::string>> handled =
-      SettleForDevices(kDefaultSocket, {spec.condition}, cmdline.root_wait);
-  if (!handled.ok()) {
-    return absl::NotFoundError(absl::StrCat("root device ", cmdline.root, " was not handled in ",
-                                            absl::FormatDuration(cmdline.root_wait), ": ",
-                                            handled.status().ToString()));
+// else, for as long as the command line says. Returns the node to mount: root= itself, or /dev/
+// and the DEVNAME of the device whose superblock matched. NotFound when the wait ran out.
+absl::StatusOr<std::string> WaitForRoot(const BootCmdline& cmdline, const RootSpec& spec,
+                                        DaemonChild& daemon) {
+  const MonoTime start = MonoNow();
+  // The daemon forgets a `settle --for` at its timeout without a reply: wait in rounds, so
+  // that a wait without a deadline can say once what it has seen so far.
+  constexpr absl::Duration kRound = absl::Seconds(30);
+  bool said_still_waiting = false;
+  absl::StatusOr<std::vector<std::string>> handled;
+  for (;;) {
+    const absl::Duration waited = Since(start, MonoNow());
+    const absl::Duration left = cmdline.root_wait - waited;
+    if (left <= absl::ZeroDuration()) return absl::NotFoundError(cmdline.root);
+    if (waited >= kRound && !said_still_waiting) {
+      said_still_waiting = true;
+      for (const std::string& line :
+           RootNotFoundLines(cmdline, spec.condition,
+                             ScanBlockDevices("/sys/class/block", "/dev"), waited)) {
+        Say(absl::StrCat("hotring init: ", line));
+      }
+    }
+    handled = SettleForDevices(kDefaultSocket, {spec.condition}, std::min(left, kRound));
+    if (handled.ok()) break;
+    if (handled.status().code() == absl::StatusCode::kInvalidArgument) return handled.status();
+    HOTRING_RETURN_IF_ERROR(daemon.CheckAlive());
+    // No reply in this round (the device has not come) or no daemon bound for a moment: on.
+    if (handled.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
   }
   std::string device = spec.device;
   if (device.empty()) {
     if (handled->front().empty()) {
-      return absl::NotFoundError(
+      return absl::FailedPreconditionError(
           absl::StrCat("root=", cmdline.root, " was met by a device without a node"));
     }
     device = absl::StrCat("/dev/", handled->front());
@@ -340,8 +377,8 @@ absl::StatusOr<std::string> WaitForRoot(const BootCmdline& cmdline) {
   }
   struct stat st {};
   if (::stat(device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-    return absl::NotFoundError(absl::StrCat("root device ", device,
-                                            " was handled but is not a block device node"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "root device ", device, " was handled but is not a block device node"));
   }
   return device;
 }
@@ -425,7 +462,7 @@ absl::Status SwitchRoot(const BootCmdline& cmdline) {
 }
 
 // Coldplug: `trigger --action add --type devices --drivers-first --settle`, in process. Notes
-// in `phases` when it wrote its first and its last uevent file; powers off if the walk fails.
+// in `phases` when it wrote its first and its last uevent file; fails the boot if the walk fails.
 // `after_drivers_first` (may be empty) runs once the devices waiting for a driver are written.
 void Coldplug(const BootCmdline& cmdline, const std::vector<std::string>& daemon_args,
               std::function<void()> after_drivers_first, Phases& phases) {
@@ -450,7 +487,7 @@ void Coldplug(const BootCmdline& cmdline, const std::vector<std::string>& daemon
   env.after_drivers_first = std::move(after_drivers_first);
   absl::StatusOr<TriggerReport> triggered = Trigger(trigger, env);
   if (quiet != nullptr) std::fclose(quiet);
-  if (!triggered.ok()) PowerOff(absl::StrCat("trigger: ", triggered.status().ToString()));
+  if (!triggered.ok()) Fail(cmdline, absl::StrCat("trigger: ", triggered.status().ToString()));
   phases.triggered = BootTime();
   phases.first_write = triggered->first_write.has_value()
                            ? phases.triggered - Since(*triggered->first_write, MonoNow())
@@ -472,21 +509,49 @@ void PrintTimeline() {
   }
 }
 
-// The end of the initramfs's work: powers off (hotring.test, or no root= given), or mounts
-// root=, stops the daemon and switches to the new root's init; powers off if that fails.
+// The end of the initramfs's work: powers off (hotring.test), or waits for root=, mounts it,
+// stops the daemon and switches to the new root's init. When root= does not appear, says what
+// was waited for and which block devices were seen, then rescues as the command line says; a
+// shell that exits means: look again.
 [[noreturn]] void LeaveInitramfs(const BootCmdline& cmdline, DaemonChild& daemon) {
-  if (cmdline.test || cmdline.root.empty()) {
+  if (cmdline.test) {
     StopDaemon(daemon, absl::Seconds(5));
-    PowerOff(cmdline.test ? "" : "no root= given");
+    PowerOff();
   }
-  absl::StatusOr<std::string> root_device = WaitForRoot(cmdline);
-  if (!root_device.ok()) PowerOff(root_device.status().ToString());
-  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) PowerOff(root.ToString());
+  if (cmdline.root.empty()) Fail(cmdline, "no root= given");
+  absl::StatusOr<RootSpec> spec = ParseRootSpec(cmdline.root);
+  if (!spec.ok()) Fail(cmdline, spec.status().ToString());
+  absl::StatusOr<std::string> root_device;
+  for (;;) {
+    root_device = WaitForRoot(cmdline, *spec, daemon);
+    if (root_device.ok()) break;
+    if (root_device.status().code() != absl::StatusCode::kNotFound) {
+      Fail(cmdline, root_device.status().ToString());
+    }
+    for (const std::string& line : RootNotFoundLines(
+             cmdline, spec->condition, ScanBlockDevices("/sys/class/block", "/dev"))) {
+      Say(absl::StrCat("hotring init: ", line));
+    }
+    const RescuePlan plan = ChooseRescue(cmdline, HaveShell());
+    if (plan.action != RescuePlan::Action::kShell) {
+      Say(absl::StrCat("hotring init: ", RescueLine(plan)));
+      EndBoot(plan);
+    }
+    Say(absl::StrCat("hotring init: ", RescueLine(plan), "; exit it to look for root= again"));
+    if (!RunRescueShell(absl::StrCat("root=", cmdline.root, " did not appear"))) {
+      Say("hotring init: the shell could not be started; halting");
+      EndBoot(plan);
+    }
+    Say(absl::StrCat("hotring init: the shell exited; looking for root=", cmdline.root, " again"));
+  }
+  if (absl::Status root = MountRoot(cmdline, *root_device); !root.ok()) {
+    Fail(cmdline, root.ToString());
+  }
   // As initramfs-tools stops udevd before run-init: the real root's device manager takes over.
   StopDaemon(daemon, absl::Seconds(5));
   Say(absl::StrCat("hotring init: switching to ", *root_device, ", exec ", cmdline.init));
   const absl::Status switched = SwitchRoot(cmdline);
-  PowerOff(switched.ToString());
+  Fail(cmdline, switched.ToString());
 }
 
 [[noreturn]] void RunInit() {
@@ -499,7 +564,8 @@ void PrintTimeline() {
   // /init spends from here is ours.
   const uint64_t init_cpu_start = ProcessCpu(::getpid());
   EnsureConsole();
-  if (!mounted.ok()) PowerOff(mounted.ToString());
+  // Without /proc there is no command line: the defaults decide what happens.
+  if (!mounted.ok()) Fail(BootCmdline{}, mounted.ToString());
   absl::StatusOr<std::string> text = ReadFile("/proc/cmdline");
   const BootCmdline cmdline = ParseBootCmdline(text.ok() ? *text : "");
 
@@ -519,7 +585,7 @@ void PrintTimeline() {
       DaemonChild::Start({.program = "/proc/self/exe",
                           .argv = daemon_args,
                           .netlink_fd = early.has_value() ? early->fd.get() : -1});
-  if (!daemon.ok()) PowerOff(daemon.status().ToString());
+  if (!daemon.ok()) Fail(cmdline, daemon.status().ToString());
   early.reset();  // the daemon's copy is the one that reads
   Phases phases;
   // A slow 1-vCPU guest busy with the kernel's own work can take seconds to start it.
@@ -527,7 +593,7 @@ void PrintTimeline() {
   auto wait_ready = [&] {
     if (ready) return;
     if (absl::Status status = daemon->WaitReady(absl::Seconds(30)); !status.ok()) {
-      PowerOff(status.ToString());
+      Fail(cmdline, status.ToString());
     }
     ready = true;
     phases.daemon_ready = BootTime();
@@ -555,7 +621,7 @@ void PrintTimeline() {
       CpuFact(cpu_start, MachineCpu(), init_cpu >= init_cpu_start ? init_cpu - init_cpu_start : 0,
               ProcessCpu(daemon->pid()), ThreadCpu(daemon->pid(), daemon->pid()),
               static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
-  if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) PowerOff(alive.ToString());
+  if (absl::Status alive = daemon->CheckAlive(); !alive.ok()) Fail(cmdline, alive.ToString());
   if (!settled.ok()) Say(absl::StrCat("hotring init: settle: ", settled.ToString()));
 
   const absl::Duration status_asked = BootTime();
@@ -584,9 +650,14 @@ int InitCommand(const std::vector<std::string>& args) {
         "usage: hotring init (as PID 1 of an initramfs; also as a program named init)\n"
         "  mounts /proc /sys /dev /run, starts `hotring daemon --log-kmsg` (plus the lines of\n"
         "  /etc/hotring/daemon.args), coldplugs, prints a summary and `hotring-report:` facts,\n"
-        "  then switches to root= or powers off (no root=, or hotring.test).\n"
+        "  then switches to root= or powers off (hotring.test).\n"
         "  kernel command line: root=/dev/NAME|LABEL=|UUID=|PARTUUID=|PARTLABEL= rootfstype= rootflags= rw ro\n"
-        "  init= hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
+        "  init= rootdelay=S (wait S s for root=; default 30) rootwait (no deadline) rootwait=S\n"
+        "  when the boot cannot go on (root= did not appear, ...): it says why and what block devices\n"
+        "  it saw, then hotring.rescue=shell|reboot|halt|poweroff; else hotring.test: power off;\n"
+        "  else panic=N: reboot after N s (N < 0: at once; 0: halt); else /bin/sh on the console\n"
+        "  when the image has one (exit it to look for root= again); else halt\n"
+        "  hotring.test hotring.stat=/dev/A,/dev/B hotring.rootwait=S\n"
         "  hotring.settle_timeout=S hotring.settle_for=KEY=VALUE hotring.timeline\n"
         "  hotring.drivers_first=0 hotring.coldplug_subsystems hotring.coldplug_needed=0\n"
         "  hotring.early_coldplug=0|1 hotring.modules_serial\n",

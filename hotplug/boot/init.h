@@ -2,8 +2,9 @@
 // a symlink to hotring). Mounts /proc, /sys, /dev (devtmpfs) and /run, starts the daemon as a
 // child, coldplugs (`trigger --action add --type devices --drivers-first` + settle), prints a
 // one-line summary and a `hotring-report:` block of facts (boot_report.h), then either
-// switches to the root given by `root=` or powers off (no root=, or `hotring.test`). It never
-// returns and never exits: any error is printed on the console and the machine is powered off.
+// switches to the root given by `root=` or powers off (`hotring.test`). It never returns and
+// never exits: when the boot cannot go on it says why on the console and then opens a shell,
+// reboots, halts or powers off as the command line says (rescue.h).
 #ifndef HOTRING_HOTPLUG_BOOT_INIT_H_
 #define HOTRING_HOTPLUG_BOOT_INIT_H_
 
