@@ -15,6 +15,10 @@
 # thread enumerates it only after xhci_pci is loaded, so it may come after coldplug settled.
 # A second boot with root=LABEL=hotring-root (mkdisk.sh's label) must find /dev/vda by its
 # superblock (settle --for LABEL=), switch to the ext4 root and run its marker program.
+# Two boots of a small image with a shell (only the disk's drivers) whose root=UUID= no disk
+# has, waiting 2 s (rootdelay=2): each must say what it waited for and list the disk it saw
+# (LABEL="hotring-root"); with panic=1 it must reboot (qemu's -no-reboot ends the guest), with
+# hotring.rescue=shell it must open a shell on the serial console, which the test types into.
 # Every assertion prints PASS or FAIL with what it saw; the consoles are kept in
 # $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs/).
 #
@@ -208,6 +212,80 @@ case "$marker" in
   "") fail "no marker from the ext4 root; console tail: $(tail -n 5 "$work/console2" | tr '\n' '|')" ;;
   *) fail "marker ran, but not as PID 1 on /dev/vda ext4: $marker" ;;
 esac
+
+# --- boots 3 and 4: root= never appears ---
+# A small image (the disk's drivers, busybox's shell) boots quicker; what these boots test is
+# init's end, not the coldplug.
+if [ "$arch" = x86_64 ]; then
+  # shellcheck disable=SC2086
+  sh "$here/mkimage.sh" --hotring "$hotring" --out "$work/rescue.img" $image_args \
+    --modules virtio_pci,virtio_blk --with-shell --mdev-conf "$here/mdev.conf" ||
+    { echo "boot_test: mkimage.sh (rescue image) failed" >&2; exit 1; }
+  no_uuid=00000000-0000-4000-8000-0000deadbeef
+  # The reason and the devices seen, then panic=1: a reboot after 1 s.
+  log3="$out/console-no-root-panic.log"
+  status=0
+  sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/rescue.img" --disk "$work/disk.img" \
+    --log "$log3" --smp "$smp" --timeout 360 --append "root=UUID=$no_uuid rootdelay=2 panic=1" ||
+    status=$?
+  tr -d '\r' <"$log3" >"$work/console3"
+  echo "--- console of the root=UUID=$no_uuid panic=1 boot (init and reboot lines) ---"
+  grep -E '^hotring init:|reboot: ' "$work/console3" | cut -c1-300
+  echo "---"
+  grep -qx "hotring init: root=UUID=$no_uuid did not appear: waited 2s (rootdelay=2) for a filesystem with UUID $no_uuid" "$work/console3" &&
+    pass "init said what it waited for, and how long" ||
+    fail "no 'did not appear' line naming the UUID and rootdelay=2"
+  grep -q '^hotring init:   /dev/vda: TYPE="ext4" LABEL="hotring-root" UUID="' "$work/console3" &&
+    pass "init listed the disk it saw: $(grep '^hotring init:   /dev/vda' "$work/console3" | head -n 1)" ||
+    fail "init did not list /dev/vda with its TYPE, LABEL and UUID"
+  grep -qx 'hotring init: rebooting in 1s (panic=1)' "$work/console3" &&
+    grep -q 'reboot: Restarting system' "$work/console3" && [ "$status" -eq 0 ] &&
+    pass "panic=1: rebooted (qemu exit 0 with -no-reboot)" ||
+    fail "panic=1: no reboot (qemu $status; 124: timeout); console tail: $(tail -n 5 "$work/console3" | tr '\n' '|')"
+  if grep -q 'Power down' "$work/console3"; then fail "panic=1 powered off"; fi
+
+  # hotring.rescue=shell: a shell on the console, typed into through a FIFO once its prompt
+  # shows; the marker is computed by the shell, so the echoed input cannot match it.
+  log4="$out/console-no-root-shell.log"
+  mkfifo "$work/console.in"
+  : >"$log4"
+  (
+    exec 3>"$work/console.in"
+    await() {  # a line matching $1 on the console, within 300 s
+      i=0
+      while ! tr -d '\r' <"$log4" | grep -q -- "$1"; do
+        i=$((i + 1))
+        [ "$i" -le 300 ] || return 1
+        sleep 1
+      done
+    }
+    await '(initramfs) ' && printf 'echo hotring-rescue-$((40 + 2)) tty $(readlink /proc/self/fd/0)\n' >&3 &&
+      await '^hotring-rescue-42' && printf 'poweroff -f\n' >&3
+    # The FIFO stays open until qemu has ended (an early end of file would end its input).
+    i=0
+    while [ ! -e "$work/qemu4.done" ] && [ "$i" -lt 400 ]; do i=$((i + 1)); sleep 1; done
+  ) &
+  feeder=$!
+  status=0
+  sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/rescue.img" --disk "$work/disk.img" \
+    --log "$log4" --smp "$smp" --timeout 360 --console-input "$work/console.in" \
+    --append "root=UUID=$no_uuid rootdelay=2 hotring.rescue=shell" || status=$?
+  touch "$work/qemu4.done"
+  wait "$feeder" 2>/dev/null
+  tr -d '\r' <"$log4" >"$work/console4"
+  echo "--- console of the root=UUID=$no_uuid hotring.rescue=shell boot (init and shell lines) ---"
+  grep -E '^hotring init:|hotring-rescue|\(initramfs\)' "$work/console4" | cut -c1-300
+  echo "---"
+  grep -qx 'hotring init: dropping to a shell on the console (hotring.rescue=shell); exit it to look for root= again' "$work/console4" &&
+    pass "init said it drops to a shell" || fail "no 'dropping to a shell' line"
+  marker=$(grep '^hotring-rescue-42' "$work/console4" | head -n 1)
+  case "$marker" in
+    *"tty /dev/ttyS0"*) pass "the shell ran on the serial console: $marker" ;;
+    "") fail "no output of the command typed into the shell; console tail: $(tail -n 5 "$work/console4" | tr '\n' '|')" ;;
+    *) fail "the shell ran, but not on /dev/ttyS0: $marker" ;;
+  esac
+  [ "$status" -eq 0 ] && pass "the shell's poweroff -f ended the guest" || fail "qemu exited $status (124: timeout)"
+fi
 
 if [ "$failures" -eq 0 ]; then
   echo "boot_test: all assertions passed"
