@@ -1,37 +1,62 @@
 #!/bin/sh
-# Installs what hotring needs to build and test on Debian 12 (run as root). Idempotent: does
-# nothing when everything is present.
+# Installs what hotring needs on Debian 12 (run as root). Idempotent: does nothing when
+# everything is present.
+#
+#   install_deps.sh         what the main job needs (testing/run_main_job.sh): Bazel, g++ and
+#                           the static libraries of the binary; the kernel, qemu and image tools
+#                           of its boot demo
+#   install_deps.sh --all   also what the tests need (testing/run_tests.sh): GoogleTest, the
+#                           prober and fault tests' tools, clang for the fuzz targets, and the
+#                           ARM cross compilers, libraries and qemu of the board builds
 set -eu
-pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libgtest-dev libgmock-dev file"
-# clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
-pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
-# The boot test and bench boot (testing/initramfs/): Debian's kernel and its modules, the guest,
-# the image tools, busybox for the marker root, mdev and the comparison images. Debian's own
-# udev image (bench_boot.sh, regen_expected_modules.sh) also needs initramfs-tools and udev:
-# those scripts install them, since the tests do not need them.
-pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
-# The udev compatibility stage's prober tests make images with the real tools and compare with
-# libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
-# Its guest comparison with systemd-udevd (testing/udevcompat/guest_compare.sh, manual) also
-# needs initramfs-tools, udev and libinput-tools: the script installs them, as bench_boot.sh does.
-pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
-# The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
-# user under RLIMIT_NPROC; hotplug/replay:replay_test replays as nobody with setpriv
-# (util-linux is essential in Debian; named so a slim image gets it).
-pkgs="$pkgs util-linux"
-# python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh.
-pkgs="$pkgs python3"
+all=0
+case "${1:-}" in
+  --all) all=1 ;;
+  "") ;;
+  -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install_deps.sh: unknown option $1 (--all installs what the tests need too)" >&2; exit 2 ;;
+esac
 
-# Boards (bazel --config=aarch64 / --config=armhf, testing/arm/run_arm_tests.sh): Debian's cross
-# compilers, the static libraries of arm64 and armhf from Debian's multiarch archive, and qemu
-# for ARM. The ARM kernels and busybox are fetched by run_arm_tests.sh with apt-get download,
-# never installed. liburing-dev of each architecture comes last (see below).
+# The main job: the static binary (bazel build //:hotring: liburing and Abseil's archives; `file`
+# checks that it is static), then the boot demo: Debian's kernel and its modules, the guest, the
+# image tools (mkimage.sh: depmod, cpio, zstd; mkdisk.sh: mkfs.ext4) and busybox for the marker
+# root.
+pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev file"
+pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
+if [ "$all" = 1 ]; then
+  # The unit tests (GoogleTest, GoogleMock).
+  pkgs="$pkgs libgtest-dev libgmock-dev"
+  # clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
+  pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
+  # Debian's own udev image (bench_boot.sh, regen_expected_modules.sh) also needs
+  # initramfs-tools and udev: those scripts install them, since the tests do not need them.
+  # The udev compatibility stage's prober tests make images with the real tools and compare with
+  # libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
+  # Its guest comparison with systemd-udevd (testing/udevcompat/guest_compare.sh, manual) also
+  # needs initramfs-tools, udev and libinput-tools: the script installs them, as bench_boot.sh does.
+  pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
+  # The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
+  # user under RLIMIT_NPROC; hotplug/replay:replay_test replays as nobody with setpriv
+  # (util-linux is essential in Debian; named so a slim image gets it).
+  pkgs="$pkgs util-linux"
+  # python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh,
+  # and the layout check.
+  pkgs="$pkgs python3"
+fi
+
+# Boards (bazel --config=aarch64 / --config=armhf, testing/arm/run_arm_tests.sh, which
+# run_tests.sh runs): Debian's cross compilers, the static libraries of arm64 and armhf from
+# Debian's multiarch archive, and qemu for ARM. The ARM kernels and busybox are fetched by
+# run_arm_tests.sh with apt-get download, never installed. liburing-dev of each architecture
+# comes last (see below).
 update=""
-for arch in arm64 armhf; do
-  dpkg --print-foreign-architectures | grep -qx "$arch" || { dpkg --add-architecture "$arch"; update=1; }
-  pkgs="$pkgs libabsl-dev:$arch libgtest-dev:$arch libgmock-dev:$arch liburing2:$arch"
-done
-pkgs="$pkgs g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-system-arm"
+if [ "$all" = 1 ]; then
+  for arch in arm64 armhf; do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || { dpkg --add-architecture "$arch"; update=1; }
+    pkgs="$pkgs libabsl-dev:$arch libgtest-dev:$arch libgmock-dev:$arch liburing2:$arch"
+  done
+  pkgs="$pkgs g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-system-arm"
+fi
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -45,6 +70,7 @@ if [ -n "$missing" ]; then
   # shellcheck disable=SC2086
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+[ "$all" = 1 ] || exit 0
 # liburing.a for each board. liburing-dev:ARCH needs linux-libc-dev:ARCH at exactly the host's
 # linux-libc-dev version (Multi-Arch: same), which the archive may not have for ARCH (a
 # security update ahead for amd64 only): apt then refuses the package. Its archive alone is

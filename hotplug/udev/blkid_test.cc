@@ -46,7 +46,7 @@ std::string Shell(const std::string& command) {
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   const int rc = ::pclose(p);
   EXPECT_EQ(rc, 0) << command << ":\n" << out
-                   << "(the tools come from testing/install_deps.sh)";
+                   << "(the tools come from testing/install_deps.sh --all)";
   return out;
 }
 

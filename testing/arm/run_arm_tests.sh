@@ -25,7 +25,7 @@
 # The kernel (linux-image-*-arm64 / linux-image-*-armmp-lpae) and busybox-static of the
 # architecture are fetched with `apt-get download` and unpacked, never installed, into
 # $HOTRING_ARM_CACHE (default /var/cache/hotring-arm) by fetch_kernel.sh.
-# testing/install_deps.sh installs the cross compilers, the architecture's static libraries and
+# testing/install_deps.sh --all installs the cross compilers, the architecture's static libraries and
 # qemu.
 set -u
 cd "$(dirname "$0")/../.."
