@@ -11,20 +11,28 @@
 set -u
 cd "$(dirname "$0")/.."
 status=0
+# Every step that fails is named again just above the closing line, so that the end of a long
+# log says what went wrong.
+failed_steps=""
+step_failed() {
+  status=1
+  failed_steps="$failed_steps $1"
+}
 bazel build //:hotring || exit 1
-sh testing/check_clocks.sh || status=1
-python3 testing/check_layout.py || status=1
-file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; status=1; }
-bazel test //... || status=1
+sh testing/check_clocks.sh || step_failed check_clocks
+python3 testing/check_layout.py || step_failed check_layout
+file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; step_failed static; }
+bazel test //... || step_failed "bazel-test"
 passed=0
 failed=0
 skipped=0
 count() {
-  # Each test.xml lists one <testcase> per GoogleTest case and one <failure> per failed one.
+  # Each test.xml lists one <testcase> per GoogleTest case and one <failure> per failed one;
+  # a test binary that crashed or timed out before writing its own has Bazel's, with an <error>.
   # Arguments: the config whose test logs to count (the tsan config has its own tree).
   for xml in $(find -L "$(bazel info "$@" bazel-testlogs 2>/dev/null)/" -name test.xml 2>/dev/null); do
     c=$(grep -o '<testcase ' "$xml" | wc -l)
-    f=$(grep -c '<failure' "$xml")
+    f=$(grep -c -e '<failure' -e '<error' "$xml")
     passed=$((passed + c - f))
     failed=$((failed + f))
   done
@@ -50,18 +58,18 @@ for kmod_suite in run_kmod_fixtures.sh compare_modprobe.sh; do
     kmod_differ=$(echo "$kmod_line" | sed -n 's/.*agree, \([0-9]*\) differ.*/\1/p')
     passed=$((passed + ${kmod_agree:-0}))
     failed=$((failed + ${kmod_differ:-1}))
-    [ "$kmod_status" = 0 ] || status=1
+    [ "$kmod_status" = 0 ] || step_failed "$kmod_suite"
   fi
   rm -f "$kmod_log"
 done
-bazel test --config=asan //... || status=1
+bazel test --config=asan //... || step_failed "bazel-test-asan"
 count
-bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || status=1
+bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || step_failed "bazel-test-tsan"
 count --config=tsan
 # The example consumer: a separate workspace that tests device rules through @hotring's
 # hotring_device_test and fixture library (docs/device-tests.md).
 cd testing/example_consumer
-bazel test //... || status=1
+bazel test //... || step_failed example_consumer
 count
 cd ../..
 
@@ -82,16 +90,17 @@ if [ "${ARM_TESTS:-1}" != 0 ]; then
     arm_failed=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
     passed=$((passed + ${arm_passed:-0}))
     failed=$((failed + ${arm_failed:-1}))
-    grep -q '^arm-exit 0$' "$arm_log" || status=1
+    grep -q '^arm-exit 0$' "$arm_log" || step_failed "arm-$arm_arch"
     rm -f "$arm_log"
   done
 fi
 if [ "${ARM_BOOT:-0}" != 0 ]; then
-  sh testing/arm/run_arm_tests.sh --arch aarch64 --boot --timeout 1200 || status=1
+  sh testing/arm/run_arm_tests.sh --arch aarch64 --boot --timeout 1200 || step_failed arm-boot
 fi
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
-  sh testing/run_fuzz.sh || status=1
+  sh testing/run_fuzz.sh || step_failed fuzz
 fi
+[ -z "$failed_steps" ] || echo "failed steps:$failed_steps"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] || status=1
 exit $status
