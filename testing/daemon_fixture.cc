@@ -285,6 +285,17 @@ absl::Status DaemonProcess::Stop(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> DaemonProcess::WaitExit(absl::Duration timeout) {
+  if (!child_.running()) return absl::FailedPreconditionError("daemon not running");
+  timeout = ScaledForEmulation(timeout);
+  const std::optional<int> status = child_.WaitExit(timeout);
+  if (!status.has_value()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the daemon still runs after ", absl::FormatDuration(timeout)));
+  }
+  return ExitCode(*status);
+}
+
 void DaemonProcess::Kill() { child_.Kill(); }
 
 }  // namespace hotring::testing
