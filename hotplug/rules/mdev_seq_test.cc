@@ -1,7 +1,10 @@
 #include "hotplug/rules/mdev_seq.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -93,14 +96,29 @@ TEST_F(SeqFileTest, AnEarlierHelperThatNeverFinishesTimesOut) {
   EXPECT_EQ(Read(), "6");
 }
 
+// Whether `pid` is waiting in sigtimedwait now (/proc/PID/syscall starts with the number of
+// the system call it is blocked in): WaitForSeqTurn's wait for a SIGCHLD.
+bool InSigtimedwait(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+  long number = -1;
+  if (!(in >> number)) return false;
+#ifdef SYS_rt_sigtimedwait_time64
+  if (number == SYS_rt_sigtimedwait_time64) return true;
+#endif
+  return number == SYS_rt_sigtimedwait;
+}
+
 TEST_F(SeqFileTest, WaitsForTheEarlierHelper) {
   Write("4");
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The earlier helper: finishes SEQNUM 4 a little later, then pokes its parent (SIGCHLD is
-    // sent by the kernel when it exits, too).
-    ::usleep(100 * 1000);
+    // The earlier helper: finishes SEQNUM 4 once its parent waits for its turn (so the wait,
+    // not a turn already come, is what is tested), then pokes it (SIGCHLD is sent by the kernel
+    // when it exits, too). Bounded: a parent that never waits fails below instead.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (!InSigtimedwait(parent) && absl::Now() < deadline) ::usleep(1000);
     UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY));
     SeqTicket ticket = WaitForSeqTurn(dir.get(), 4);
     ticket.Finish();
