@@ -58,8 +58,8 @@ need file; need "qemu-system-$arch"; need cpio; need mkfs.ext4; need zstd; need 
 [ -x /bin/busybox ] || { echo "boot_test: /bin/busybox is missing (busybox-static)" >&2; exit 1; }
 # The sanitizer builds link dynamically: such a hotring cannot be an initramfs's /init.
 if ! file -L "$hotring" | grep -q 'statically linked'; then
-  echo "boot_test: SKIPPED: $hotring is not statically linked (a sanitizer build?); the boot needs the static binary"
-  exit 0
+  . "$here/../skip_test.sh"
+  skip_test boot_test "$hotring is not statically linked (a sanitizer build?); the boot needs the static binary"
 fi
 image_args="" disk_args="" host_hotring="${HOTRING_HOST_BIN:-}"
 if [ "$arch" = x86_64 ]; then
