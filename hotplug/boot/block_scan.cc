@@ -1,11 +1,9 @@
 #include "hotplug/boot/block_scan.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -14,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/dir_names.h"
 #include "hotplug/probe/fs_probe.h"
 #include "hotplug/probe/partition_table.h"
 
@@ -25,18 +24,6 @@ std::optional<std::string> ReadLine(const std::string& path) {
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
   return std::string(absl::StripAsciiWhitespace(line));
-}
-
-std::vector<std::string> Names(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (const dirent* entry = ::readdir(d)) {
-    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 // The disk a partition belongs to: its sysfs directory's parent (.../block/vda/vda1 -> vda).
@@ -116,7 +103,7 @@ std::vector<SeenBlockDevice> ScanBlockDevices(const std::string& class_block,
                                               const std::string& dev) {
   std::vector<SeenBlockDevice> seen;
   Tables tables;
-  for (const std::string& name : Names(class_block)) {
+  for (const std::string& name : SortedDirNames(class_block)) {
     seen.push_back(Scan(class_block, dev, name, tables));
   }
   return seen;

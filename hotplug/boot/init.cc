@@ -37,6 +37,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/dir_names.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/boot/block_scan.h"
@@ -212,18 +213,6 @@ absl::StatusOr<Fields> Status() {
   return Fields(reply.fields.begin(), reply.fields.end());
 }
 
-std::vector<std::string> ListDir(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (const dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::string LinkBase(const std::string& path) {
   char target[4096];
   const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
@@ -303,16 +292,16 @@ void PrintFacts(const BootCmdline& cmdline, const Fields& status, absl::Duration
       Report(MissingNodeFact(node, errno));
     }
   }
-  for (const std::string& net : ListDir("/sys/class/net")) {
+  for (const std::string& net : SortedDirNames("/sys/class/net")) {
     Report(absl::StrCat("net ", OneWord(net), " driver=",
                         OneWord(LinkBase(absl::StrCat("/sys/class/net/", net, "/device/driver")))));
   }
-  for (const std::string& input : ListDir("/sys/class/input")) {
+  for (const std::string& input : SortedDirNames("/sys/class/input")) {
     if (!absl::StartsWith(input, "input")) continue;  // event*, mouse*: the same device's nodes
     const std::string dir = absl::StrCat("/sys/class/input/", input);
     absl::StatusOr<std::string> name = ReadFile(dir + "/name");
     std::vector<std::string> nodes;
-    for (const std::string& child : ListDir(dir)) {
+    for (const std::string& child : SortedDirNames(dir)) {
       if (absl::StartsWith(child, "event")) nodes.push_back(absl::StrCat("/dev/input/", child));
     }
     std::string node_facts;

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/dir_names.h"
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
@@ -71,18 +72,6 @@ int WriteAction(const std::string& path, absl::string_view action) {
   }
 }
 
-std::vector<std::string> ListNames(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (const dirent* entry = ::readdir(d)) {
-    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -103,9 +92,9 @@ std::vector<Unbound> UnboundDevices(const std::string& sysfs_root) {
   char resolved_root[PATH_MAX];
   if (::realpath(sysfs_root.c_str(), resolved_root) == nullptr) return found;
   const absl::string_view root(resolved_root);
-  for (const std::string& bus : ListNames(absl::StrCat(sysfs_root, "/bus"))) {
+  for (const std::string& bus : SortedDirNames(absl::StrCat(sysfs_root, "/bus"))) {
     const std::string devices = absl::StrCat(sysfs_root, "/bus/", bus, "/devices");
-    for (const std::string& name : ListNames(devices)) {
+    for (const std::string& name : SortedDirNames(devices)) {
       const std::string dir = absl::StrCat(devices, "/", name);
       if (Exists(dir + "/driver")) continue;
       // Opened once: no file, no candidate; its text says whether it is a bus controller.
