@@ -1,0 +1,144 @@
+#include "hotplug/udevrules/daemon_host.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "hotplug/event.h"
+#include "io/process/child_process.h"
+
+namespace hotring::hotplug::udevrules {
+
+std::string BuildArchitecture() {
+#if defined(__x86_64__)
+  return "x86-64";
+#elif defined(__i386__)
+  return "x86";
+#elif defined(__aarch64__)
+  return "arm64";
+#elif defined(__arm__)
+  return "arm";
+#elif defined(__riscv) && __riscv_xlen == 64
+  return "riscv64";
+#else
+  return "unknown";
+#endif
+}
+
+DaemonHost::DaemonHost(const HostContext& context) : SysfsHost(context.roots), context_(context) {}
+
+absl::string_view DaemonHost::Constant(absl::string_view name) {
+  if (name == "arch") return context_.arch;
+  if (name == "virt") return context_.virt;
+  return "";
+}
+
+std::optional<uint32_t> DaemonHost::UserId(absl::string_view name) {
+  if (context_.names == nullptr) return std::nullopt;
+  return context_.names->UserId(name);
+}
+
+std::optional<uint32_t> DaemonHost::GroupId(absl::string_view name) {
+  if (context_.names == nullptr) return std::nullopt;
+  return context_.names->GroupId(name);
+}
+
+absl::Status DaemonHost::RunProgram(absl::Span<const std::string> argv, absl::Span<const PropertyView> env,
+                                    absl::Duration timeout, size_t max_output, std::string* out) {
+  out->clear();
+  if (argv.empty()) return absl::InvalidArgumentError("empty command");
+  if (context_.spawner == nullptr) return absl::UnavailableError("no programs here");
+  io::process::SpawnRequest request;
+  request.program = argv[0];
+  request.argv.assign(argv.begin(), argv.end());
+  for (const auto& [k, v] : env) request.envp.push_back(absl::StrCat(k, "=", v));
+  request.label = "udev";
+  request.timeout = timeout;
+  request.kill_grace = context_.kill_grace;
+  absl::StatusOr<io::process::BlockingRunResult> run = context_.spawner->Run(std::move(request), max_output);
+  if (!run.ok()) {
+    log_.push_back(absl::StrCat("'", argv[0], "': ", run.status().message()));
+    return run.status();
+  }
+  for (absl::string_view line : absl::StrSplit(run->stderr_text, '\n', absl::SkipEmpty())) {
+    log_.push_back(absl::StrCat("'", argv[0], "'(err) '", line, "'"));
+  }
+  *out = std::move(run->stdout_text);
+  if (run->timed_out) {
+    log_.push_back(absl::StrCat("'", argv[0], "': timed out after ", absl::FormatDuration(timeout), ", killed"));
+    return absl::DeadlineExceededError(absl::StrCat(argv[0], " timed out"));
+  }
+  if (!run->exit.success()) {
+    return absl::InternalError(absl::StrCat(argv[0], " failed: ", io::process::DescribeExit(run->exit)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view command,
+                                    absl::Span<const std::string> argv, absl::string_view devpath,
+                                    absl::Span<const PropertyView> properties, OwnedProperties* out) {
+  const udev::Builtin* builtin = context_.builtins == nullptr ? nullptr : context_.builtins->Find(name);
+  if (builtin == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
+  const udev::BuiltinContext ctx{.sysfs = view(),
+                                 .devpath = devpath,
+                                 .action = "",
+                                 .properties = properties,
+                                 .argv = argv,
+                                 .dev_root = context_.dev_root};
+  udev::Properties props;
+  absl::Status status = builtin->Run(ctx, &props);
+  if (!status.ok()) return status;
+  for (auto& kv : props) out->push_back(std::move(kv));
+  return absl::OkStatus();
+}
+
+std::string DaemonHost::DeviceIdOf(absl::string_view devpath) {
+  Event e;
+  e.devpath = std::string(devpath);
+  std::string subsystem;
+  if (Subsystem(devpath, &subsystem)) e.subsystem = subsystem;
+  std::string uevent;
+  if (ReadAttribute(devpath, "uevent", &uevent)) {
+    for (absl::string_view line : absl::StrSplit(uevent, '\n', absl::SkipEmpty())) {
+      const size_t eq = line.find('=');
+      if (eq == absl::string_view::npos) continue;
+      const absl::string_view key = line.substr(0, eq);
+      const std::string value(line.substr(eq + 1));
+      if (key == "MAJOR") e.major = value;
+      if (key == "MINOR") e.minor = value;
+      if (key == "IFINDEX") e.env.emplace_back("IFINDEX", value);
+    }
+  }
+  absl::StatusOr<std::string> id = udev::DeviceId(e);
+  return id.ok() ? *std::move(id) : "";
+}
+
+bool DaemonHost::ReadDatabase(absl::string_view devpath, DatabaseEntry* out) {
+  out->Clear();
+  if (context_.database == nullptr) return false;
+  const std::string id = DeviceIdOf(devpath);
+  if (id.empty()) return false;
+  absl::StatusOr<std::string> text = context_.database->Read(id);
+  if (!text.ok()) return false;
+  udev::DatabaseEntry entry = udev::ParseDatabaseEntry(*text);
+  out->properties = std::move(entry.properties);
+  out->tags = std::move(entry.tags);
+  out->current_tags = std::move(entry.current_tags);
+  out->links = std::move(entry.links);
+  out->link_priority = entry.link_priority;
+  return true;
+}
+
+void DaemonHost::DeviceTags(absl::string_view devpath, std::vector<std::string>* out) {
+  out->clear();
+  DatabaseEntry entry;
+  if (ReadDatabase(devpath, &entry)) *out = std::move(entry.tags);
+}
+
+void DaemonHost::DatabaseProperties(absl::string_view devpath, OwnedProperties* out) {
+  DatabaseEntry entry;
+  if (!ReadDatabase(devpath, &entry)) return;
+  for (auto& kv : entry.properties) out->push_back(std::move(kv));
+}
+
+}  // namespace hotring::hotplug::udevrules
