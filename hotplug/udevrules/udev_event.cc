@@ -133,7 +133,7 @@ void UpdateClaim(const UdevWorld& world, const std::string& id, const Event& eve
     } else {
       ++work.failures;
     }
-    work.log.push_back(absl::StrCat("link ", link, ": ", update.status().message()));
+    work.log.push_back(std::string(update.status().message()));
     return;
   }
   if (update->change == LinkChange::kMade) ++work.links_made;
@@ -151,10 +151,8 @@ void UpdateNode(const UdevWorld& world, const std::string& id, const Event& even
   for (const std::string& link : outcome.links) {
     UpdateClaim(world, id, event, link, outcome.link_priority, /*add=*/true, work);
   }
-  for (const std::string& refused : outcome.refused_links) {
-    ++work.links_refused;
-    work.log.push_back(absl::StrCat("link ", refused, " would leave /dev, refused"));
-  }
+  // The executor said so in its log already.
+  work.links_refused += outcome.refused_links.size();
   absl::StatusOr<bool> made = devroot::MakeLinkBeneath(world.dev_root, DevnumLink(event), event.devname);
   if (!made.ok()) work.log.push_back(std::string(made.status().message()));
 }
