@@ -56,6 +56,8 @@ void AddChainFlags(FlagSet& flags, ChainOptions& chain) {
                chain.udev_rules_dirs.emplace_back(v);
                return absl::OkStatus();
              })
+      .Bool("--udev-fallback", &chain.udev_fallback,
+            "with --udev-compat: the built-in fallback even where rule files exist")
       .String("--udev-conf", "FILE", &chain.udev_conf,
               "udev.conf for the udev rules: udev_log, children_max, event_timeout, "
               "resolve_names (default /etc/udev/udev.conf; exec_delay is refused)")
@@ -65,6 +67,7 @@ void AddChainFlags(FlagSet& flags, ChainOptions& chain) {
 }
 
 bool WantsUdevRules(const ChainOptions& chain) {
+  if (chain.udev_fallback) return false;
   if (!chain.udev_rules_dirs.empty()) return true;
   const absl::StatusOr<std::vector<udevrules::RulesFile>> files =
       udevrules::ListRulesFiles(udevrules::DefaultRulesDirs());

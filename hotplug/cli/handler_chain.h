@@ -35,6 +35,7 @@ struct ChainOptions {
   // link runs even when they hold no rule yet.
   std::vector<std::string> udev_rules_dirs;
   std::string udev_conf = "/etc/udev/udev.conf";
+  bool udev_fallback = false;  // --udev-fallback: the built-in stage even where rules exist
   std::string exec_program;  // --exec; empty: no exec link
   // A handler's (and a rule command's) deadline: SIGTERM, then SIGKILL after the grace.
   absl::Duration event_timeout = absl::Seconds(180);
