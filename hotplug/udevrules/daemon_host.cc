@@ -27,6 +27,44 @@ std::string BuildArchitecture() {
 
 DaemonHost::DaemonHost(const HostContext& context) : SysfsHost(context.roots), context_(context) {}
 
+template <typename Read>
+bool DaemonHost::Cached(char kind, absl::string_view devpath, absl::string_view name, std::string* out, Read read) {
+  std::string key = absl::StrCat(absl::string_view(&kind, 1), devpath, "\n", name);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    std::optional<std::string> value;
+    std::string v;
+    if (read(&v)) value = std::move(v);
+    it = cache_.emplace(std::move(key), std::move(value)).first;
+  }
+  if (!it->second.has_value()) return false;
+  *out = *it->second;
+  return true;
+}
+
+bool DaemonHost::ReadAttribute(absl::string_view devpath, absl::string_view name, std::string* out) {
+  return Cached('a', devpath, name, out,
+                [&](std::string* v) { return SysfsHost::ReadAttribute(devpath, name, v); });
+}
+
+bool DaemonHost::Subsystem(absl::string_view devpath, std::string* out) {
+  return Cached('s', devpath, "", out, [&](std::string* v) { return SysfsHost::Subsystem(devpath, v); });
+}
+
+bool DaemonHost::Driver(absl::string_view devpath, std::string* out) {
+  return Cached('d', devpath, "", out, [&](std::string* v) { return SysfsHost::Driver(devpath, v); });
+}
+
+bool DaemonHost::Parent(absl::string_view devpath, std::string* out) {
+  return Cached('p', devpath, "", out, [&](std::string* v) { return SysfsHost::Parent(devpath, v); });
+}
+
+absl::Status DaemonHost::WriteAttribute(absl::string_view path, absl::string_view value) {
+  // What was read before the write is stale now.
+  cache_.clear();
+  return SysfsHost::WriteAttribute(path, value);
+}
+
 absl::string_view DaemonHost::Constant(absl::string_view name) {
   if (name == "arch") return context_.arch;
   if (name == "virt") return context_.virt;
@@ -116,16 +154,43 @@ std::string DaemonHost::DeviceIdOf(absl::string_view devpath) {
 bool DaemonHost::ReadDatabase(absl::string_view devpath, DatabaseEntry* out) {
   out->Clear();
   if (context_.database == nullptr) return false;
-  const std::string id = DeviceIdOf(devpath);
-  if (id.empty()) return false;
-  absl::StatusOr<std::string> text = context_.database->Read(id);
-  if (!text.ok()) return false;
-  udev::DatabaseEntry entry = udev::ParseDatabaseEntry(*text);
-  out->properties = std::move(entry.properties);
-  out->tags = std::move(entry.tags);
-  out->current_tags = std::move(entry.current_tags);
-  out->links = std::move(entry.links);
-  out->link_priority = entry.link_priority;
+  const udev::DatabaseEntry* entry = nullptr;
+  if (!event_devpath_.empty() && devpath == event_devpath_) {
+    entry = event_entry_;
+  } else {
+    auto it = entries_.find(devpath);
+    if (it == entries_.end()) {
+      std::optional<udev::DatabaseEntry> read;
+      const std::string id = DeviceIdOf(devpath);
+      if (!id.empty()) {
+        if (absl::StatusOr<std::string> text = context_.database->Read(id); text.ok()) {
+          read = udev::ParseDatabaseEntry(*text);
+        }
+      }
+      it = entries_.emplace(std::string(devpath), std::move(read)).first;
+    }
+    if (it->second.has_value()) entry = &*it->second;
+  }
+  if (entry == nullptr) return false;
+  out->properties = entry->properties;
+  out->tags = entry->tags;
+  out->current_tags = entry->current_tags;
+  out->links = entry->links;
+  out->link_priority = entry->link_priority;
+  return true;
+}
+
+bool DaemonHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out) {
+  auto it = device_properties_.find(devpath);
+  if (it == device_properties_.end()) {
+    std::optional<OwnedProperties> props;
+    OwnedProperties p;
+    if (SysfsHost::DeviceProperties(devpath, &p)) props = std::move(p);
+    it = device_properties_.emplace(std::string(devpath), std::move(props)).first;
+  }
+  out->clear();
+  if (!it->second.has_value()) return false;
+  *out = *it->second;
   return true;
 }
 

@@ -293,6 +293,7 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, c
     }
   }
   DaemonHost host(world.host);
+  host.SetEventDevice(event.devpath, had_old ? &old : nullptr);
   Outcome outcome;
   executor.Run(rules, EventInput{.action = event.action, .devpath = event.devpath, .properties = props}, host,
                options, &outcome);
