@@ -1,74 +1,80 @@
-// udev's builtins by name (IMPORT{builtin}="NAME ...", RUN{builtin}+="NAME ..."): the interface a
-// builtin implements and the registry the udev rules stage is given, so that builtins are added
-// (hwdb, keyboard, net_id, net_setup_link, btrfs, uaccess, ...) without the stage knowing them.
-// A builtin runs on the stage's worker threads, for several devices at once: Run must be safe
-// to call concurrently, and Reload (the daemon's `control reload`) must not pull state from
-// under a Run in flight (swap a shared_ptr).
+// Every builtin systemd-udevd 252 has, by name, for a rules host: IMPORT{builtin}="NAME ARGS"
+// and RUN{builtin}="NAME ARGS" become RunBuiltin(name, device, argv, resources). Each builtin
+// is a function of the device (its sysfs, devpath and properties so far) and its argv; what
+// udevd's builtin would do to the system beyond setting properties comes back as data for the
+// caller to perform (keyboard: key codes and axis overrides; net_setup_link: the new name, MAC
+// and alternative names). `kmod` is listed (for udevd's name lookup) but has no function: the
+// modules stage loads modules.
+//
+//   const BuiltinInfo* b = LookupBuiltinCommand(command);          // udevd's lookup by prefix
+//   absl::StatusOr<BuiltinResult> r = b->run(device, argv, resources);
+//   if (r.ok()) { append r->properties; act on r->keyboard / r->link; }
+//   else        { the import fails (NotFound: no result, as udevd's ENODATA/ENOENT) }
 #ifndef HOTRING_HOTPLUG_UDEV_BUILTIN_REGISTRY_H_
 #define HOTRING_HOTPLUG_UDEV_BUILTIN_REGISTRY_H_
 
-#include <map>
-#include <memory>
+#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "hotplug/udev/blkid_builtin.h"
+#include "hotplug/udev/builtin_device.h"
 #include "hotplug/udev/builtins.h"
-#include "hotplug/udev/sysfs_view.h"
+#include "hotplug/udev/hwdb.h"
+#include "hotplug/udev/keyboard.h"
+#include "hotplug/udev/net_naming.h"
+#include "hotplug/udev/net_setup_link.h"
+#include "hotplug/udev/sysfs_links.h"
+#include "hotplug/udev/system_builtins.h"
 
 namespace hotring::hotplug::udev {
 
-// What a builtin is given for one device. Borrowed for the length of the call.
-struct BuiltinContext {
-  const SysfsView& sysfs;
-  absl::string_view devpath;  // "/devices/..."
-  absl::string_view action;   // "add", "change", "remove", ...
-  // The device's properties as the rules have them at this point (DEVNAME absolute).
-  absl::Span<const std::pair<absl::string_view, absl::string_view>> properties;
-  // argv[0] is the builtin's name as the rule wrote it; the rest its arguments.
-  absl::Span<const std::string> argv;
-  // Where device nodes are ("/dev", or a test's directory): "/dev/x" is dev_root + "/x".
-  absl::string_view dev_root;
-  // The value of a property in `properties`, or "".
-  [[nodiscard]] absl::string_view Property(absl::string_view key) const {
-    for (const auto& [k, v] : properties) {
-      if (k == key) return v;
-    }
-    return "";
-  }
+// What the builtins share, loaded once by the host (udevd's builtin init) and borrowed by each
+// call. A builtin whose resource is missing fails (FailedPrecondition), as udevd's hwdb does
+// without hwdb.bin.
+struct BuiltinResources {
+  const Hwdb* hwdb = nullptr;                   // hwdb; net_id's ID_OUI_FROM_DATABASE
+  NamingScheme naming = *NamingSchemeFromName("v252");  // net_id (NamingSchemeFor(cmdline))
+  const SysfsLinks* links = nullptr;            // net_id: SR-IOV, device-tree aliases
+  const LinkConfigs* link_configs = nullptr;    // net_setup_link: the .link files
+  LinkSystem* link_system = nullptr;            // net_setup_link: rtnetlink/ethtool facts
+  BuiltinSystem* system = nullptr;              // btrfs, uaccess
+  BlkidContext blkid;                           // blkid
 };
 
-// One builtin. Implementations own their state (a mapped hwdb, .link files, ...).
-class Builtin {
- public:
-  virtual ~Builtin() = default;
-  // Appends the properties it sets to *out. An error: the builtin failed (IMPORT{builtin}
-  // does not match; RUN{builtin} is logged).
-  virtual absl::Status Run(const BuiltinContext& context, Properties* out) const = 0;
-  // Re-reads what it depends on (udevd's builtins' `should_reload`/`init`).
-  virtual absl::Status Reload() { return absl::OkStatus(); }
+// What a builtin did: its properties, in udevd's order, and for the acting builtins what the
+// caller is to do. Owns its data.
+struct BuiltinResult {
+  Properties properties;
+  std::optional<KeyboardSetup> keyboard;  // keyboard
+  std::optional<LinkSetup> link;          // net_setup_link (when a .link file applied)
 };
 
-// Builtins by name. Owns them. Filled at start; read-only (and so shared between threads) after.
-class BuiltinRegistry {
- public:
-  void Add(std::string name, std::unique_ptr<Builtin> builtin);
-  // The builtin `name`, or nullptr.
-  [[nodiscard]] const Builtin* Find(absl::string_view name) const;
-  [[nodiscard]] std::vector<std::string> Names() const;
-  // Reloads every builtin; the first error is returned (the others are still reloaded).
-  absl::Status Reload();
+using BuiltinFunction = absl::StatusOr<BuiltinResult> (*)(const BuiltinDevice& device,
+                                                          absl::Span<const std::string> argv,
+                                                          const BuiltinResources& resources);
 
- private:
-  std::map<std::string, std::unique_ptr<Builtin>, std::less<>> builtins_;
+// One builtin. Static data.
+struct BuiltinInfo {
+  absl::string_view name;
+  absl::string_view help;
+  bool run_once;         // udevd runs it at most once per event (blkid)
+  BuiltinFunction run;   // nullptr: not run here (kmod)
 };
 
-// The builtins hotring computes itself: input_id, path_id, usb_id (builtins.h) and blkid from
-// hotring's probers (block_probe.h; the probed node is DEVNAME beneath the context's dev_root).
-[[nodiscard]] BuiltinRegistry DefaultBuiltinRegistry();
+// Every builtin, in udevd 252's order (which its prefix lookup depends on).
+[[nodiscard]] absl::Span<const BuiltinInfo> Builtins();
+// The builtin called exactly `name`; nullptr when none.
+[[nodiscard]] const BuiltinInfo* FindBuiltin(absl::string_view name);
+// udev_builtin_lookup: the first builtin whose name starts with the command's first word
+// (leading whitespace skipped; "path" finds path_id, an empty word the first builtin).
+[[nodiscard]] const BuiltinInfo* LookupBuiltinCommand(absl::string_view command);
+// FindBuiltin(name)->run(...); NotFound for an unknown name, Unimplemented for kmod.
+[[nodiscard]] absl::StatusOr<BuiltinResult> RunBuiltin(absl::string_view name, const BuiltinDevice& device,
+                                                       absl::Span<const std::string> argv,
+                                                       const BuiltinResources& resources);
 
 }  // namespace hotring::hotplug::udev
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/status.h"
 #include "hotplug/event.h"
 #include "io/process/child_process.h"
 
@@ -115,18 +116,28 @@ absl::Status DaemonHost::RunProgram(absl::Span<const std::string> argv, absl::Sp
 absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view command,
                                     absl::Span<const std::string> argv, absl::string_view devpath,
                                     absl::Span<const PropertyView> properties, OwnedProperties* out) {
-  const udev::Builtin* builtin = context_.builtins == nullptr ? nullptr : context_.builtins->Find(name);
-  if (builtin == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
-  const udev::BuiltinContext ctx{.sysfs = view(),
-                                 .devpath = devpath,
-                                 .action = "",
-                                 .properties = properties,
-                                 .argv = argv,
-                                 .dev_root = context_.dev_root};
-  udev::Properties props;
-  absl::Status status = builtin->Run(ctx, &props);
-  if (!status.ok()) return status;
-  for (auto& kv : props) out->push_back(std::move(kv));
+  if (context_.builtins == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
+  std::string devname;
+  const std::vector<PropertyView> props = PropertiesBeneath(properties, context_.dev_root, &devname);
+  const udev::BuiltinDevice device{.sysfs = view(), .devpath = devpath, .properties = props};
+  absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *context_.builtins);
+  if (!result.ok()) return result.status();
+  for (auto& kv : result->properties) out->push_back(std::move(kv));
+  if (result->keyboard.has_value()) {
+    auto write = [&](absl::string_view dev, absl::string_view attr, absl::string_view value) {
+      return WriteAttribute(absl::StrCat("/sys", dev, "/", attr), value);
+    };
+    HOTRING_RETURN_IF_ERROR(ApplyKeyboard(*result->keyboard, write, &log_));
+  }
+  if (result->link.has_value()) {
+    const udev::LinkSetup& link = *result->link;
+    // The name goes through the rules (ID_NET_NAME -> NAME) and the event's rename; the address
+    // and alternative names are not set here yet.
+    if (link.new_mac.has_value() || !link.new_alternative_names.empty()) {
+      log_.push_back(absl::StrCat("net_setup_link: ", link.config_file,
+                                  ": MACAddress and AlternativeName are not applied"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1,6 +1,6 @@
 // DaemonHost: the RuleHost of the daemon's udev rules stage. Sysfs and files through SysfsHost;
 // PROGRAM and IMPORT{program} through a BlockingSpawner (this runs on a blocking pool's worker);
-// IMPORT{builtin} through the BuiltinRegistry it is given; the database from /run/udev/data; the
+// IMPORT{builtin} through udev's builtins (builtin_calls.h does what they ask); the database from /run/udev/data; the
 // kernel command line, the architecture and the names read once at start. One per event (it is
 // cheap: it borrows everything shared from a DaemonHost::Shared).
 #ifndef HOTRING_HOTPLUG_UDEVRULES_DAEMON_HOST_H_
@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "hotplug/udev/builtin_registry.h"
 #include "hotplug/udev/database.h"
+#include "hotplug/udevrules/builtin_calls.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/sysfs_host.h"
 #include "io/process/blocking_spawner.h"
@@ -26,7 +27,7 @@ struct HostContext {
   SysfsHost::Roots roots;
   std::string dev_root = "/dev";  // where "/dev/x" nodes are, for builtins that probe them
   const udev::DatabaseDir* database = nullptr;
-  const udev::BuiltinRegistry* builtins = nullptr;
+  const udev::BuiltinResources* builtins = nullptr;  // null: no builtin runs
   io::process::BlockingSpawner* spawner = nullptr;
   const NameLookup* names = nullptr;
   std::string kernel_cmdline;

@@ -20,6 +20,7 @@
 #include "hotplug/devroot/dev_root.h"
 #include "hotplug/event.h"
 #include "hotplug/udev/database.h"
+#include "hotplug/udevrules/builtin_calls.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/daemon_host.h"
 #include "hotplug/udevrules/executor.h"
@@ -31,7 +32,7 @@ struct UdevWorld {
   HostContext host;  // its pointers point into this struct's owners below
   udev::DatabaseDir database;
   devroot::DevRoot dev_root;
-  std::unique_ptr<udev::BuiltinRegistry> builtins;
+  std::unique_ptr<BuiltinWorld> builtins;
   std::unique_ptr<io::process::BlockingSpawner> spawner;
   std::unique_ptr<NameLookup> names;
   bool rename_interfaces = true;  // NAME= on net renames (off in tests without a namespace)

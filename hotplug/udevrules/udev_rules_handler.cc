@@ -11,7 +11,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/udev/monitor.h"
-#include "hotplug/udev/sysfs_view.h"
+#include "hotplug/udev/builtin_registry.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/udev_event.h"
 #include "io/netlink.h"
@@ -84,9 +84,16 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   if (options.monitor) {
     HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
   }
-  std::unique_ptr<udev::BuiltinRegistry> builtins =
-      options.builtins != nullptr ? std::move(options.builtins)
-                                  : std::make_unique<udev::BuiltinRegistry>(udev::DefaultBuiltinRegistry());
+  const std::string kernel_cmdline = ReadSmallFile(options.kernel_cmdline);
+  std::vector<std::string> builtin_warnings;
+  std::unique_ptr<BuiltinWorld> builtins = LoadBuiltinWorld(
+      BuiltinSources{.sysfs_root = options.sysfs_root,
+                     .hwdb_paths = options.hwdb_paths,
+                     .network_dirs = options.network_dirs,
+                     .kernel_cmdline = kernel_cmdline,
+                     .architecture = BuildArchitecture()},
+      &builtin_warnings);
+  for (const std::string& w : builtin_warnings) LogWarning("udevrules: builtins: %s", w);
   auto world = std::make_shared<UdevWorld>(UdevWorld{
       .host = {},
       .database = std::move(database),
@@ -100,10 +107,10 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
   host.dev_root = options.dev_root;
   host.database = &world->database;
-  host.builtins = world->builtins.get();
+  host.builtins = &world->builtins->resources;
   host.spawner = world->spawner.get();
   host.names = world->names.get();
-  host.kernel_cmdline = ReadSmallFile(options.kernel_cmdline);
+  host.kernel_cmdline = kernel_cmdline;
   host.arch = BuildArchitecture();
   host.kill_grace = options.kill_grace;
   std::unique_ptr<UdevRulesHandler> handler(new UdevRulesHandler(
@@ -160,17 +167,14 @@ absl::Status UdevRulesHandler::Reload() {
     LogError("udevrules: reload failed, keeping the rules in use: %s", rules.status().ToString());
     return rules.status();
   }
+  // hwdb.bin and the .link files stay as read at start: jobs in flight share them.
   rules_ = *std::move(rules);
-  if (absl::Status s = world_->builtins->Reload(); !s.ok()) {
-    LogWarning("udevrules: builtins: %s", s.ToString());
-    return s;
-  }
   return absl::OkStatus();
 }
 
 Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& event) {
   ++counters_.events;
-  const absl::Time deadline = absl::Now() + options_.event_timeout;
+  const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
   // The job owns what it uses: it may outlive this task when the task is dropped.
   auto job = [world = world_, rules = rules_, executors = executors_, options = execute_options_,
@@ -217,14 +221,14 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
 }
 
 Task<void> UdevRulesHandler::RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,
-                                     const std::vector<std::string>& env, absl::Time deadline) {
+                                     const std::vector<std::string>& env, MonoTime deadline) {
   for (const RunEntry& entry : run) {
     if (entry.builtin) {
       co_await RunBuiltin(reactor, event, entry, env);
       continue;
     }
     if (entry.argv.empty()) continue;
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = Since(MonoNow(), deadline);
     if (left <= absl::ZeroDuration()) {
       ++counters_.run_timed_out;
       LogWarning("udevrules: %s: event_timeout passed, '%s' not run", EventLabel(event), entry.command);
@@ -271,26 +275,24 @@ Task<void> UdevRulesHandler::RunBuiltin(io::Reactor& reactor, const Event& event
     if (!loaded.ok()) LogWarning("udevrules: %s: '%s': %s", EventLabel(event), entry.command, loaded.message());
     co_return;
   }
-  if (world_->builtins->Find(entry.builtin_name) == nullptr) {
+  const udev::BuiltinInfo* builtin = udev::FindBuiltin(entry.builtin_name);
+  if (builtin == nullptr || builtin->run == nullptr) {
     ++counters_.builtins_missing;
     LogDebug("udevrules: %s: RUN{builtin} '%s' is not available", EventLabel(event), entry.command);
     co_return;
   }
-  auto job = [world = world_, entry, env, devpath = event.devpath, action = event.action]() -> absl::Status {
-    std::vector<std::pair<absl::string_view, absl::string_view>> props;
+  auto job = [world = world_, entry, env, devpath = event.devpath]() -> absl::Status {
+    std::vector<PropertyView> props;
     for (const std::string& kv : env) {
       const size_t eq = kv.find('=');
       props.emplace_back(absl::string_view(kv).substr(0, eq), absl::string_view(kv).substr(eq + 1));
     }
-    const udev::DirSysfsView view(world->host.roots.sysfs);
-    const udev::BuiltinContext context{.sysfs = view,
-                                       .devpath = devpath,
-                                       .action = action,
-                                       .properties = props,
-                                       .argv = entry.argv,
-                                       .dev_root = world->host.dev_root};
-    udev::Properties ignored;
-    return world->builtins->Find(entry.builtin_name)->Run(context, &ignored);
+    // The same host as the rules', so that what the builtin asks is done as for IMPORT{builtin}.
+    DaemonHost host(world->host);
+    OwnedProperties ignored;
+    absl::Status status = host.RunBuiltin(entry.builtin_name, entry.command, entry.argv, devpath, props, &ignored);
+    for (const std::string& line : host.log()) LogWarning("udevrules: RUN{builtin} '%s': %s", entry.command, line);
+    return status;
   };
   absl::StatusOr<absl::Status> ran = co_await pool_->Run(reactor, std::move(job));
   const absl::Status status = ran.ok() ? *ran : ran.status();

@@ -21,12 +21,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/task.h"
 #include "core/unique_fd.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
 #include "hotplug/module_loading.h"
-#include "hotplug/udev/builtin_registry.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/rule_files.h"
@@ -57,8 +57,9 @@ class UdevRulesHandler final : public Handler {
     absl::Duration kill_grace = absl::Seconds(5);
     // Worker threads; 0: udev.conf's children_max (at most 16), else 4.
     size_t threads = 0;
-    // The builtins (null: udev::DefaultBuiltinRegistry()).
-    std::unique_ptr<udev::BuiltinRegistry> builtins;
+    // hwdb.bin candidates and .link directories for the builtins; empty: udevd's.
+    std::vector<std::string> hwdb_paths;
+    std::vector<std::string> network_dirs;
     // `kmod load` goes here (the modules link; borrowed, outlives this). Null: modules are off,
     // and `kmod load` is counted and skipped.
     ModuleLoading* modules = nullptr;
@@ -71,8 +72,8 @@ class UdevRulesHandler final : public Handler {
   ~UdevRulesHandler() override;
 
   Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
-  // Loads the rules again; the old ones stay in use when a directory cannot be read. Reloads
-  // the builtins too.
+  // Loads the rules again; the old ones stay in use when a directory cannot be read. The
+  // builtins' hwdb.bin and .link files are not read again.
   absl::Status Reload() override;
   [[nodiscard]] std::string Name() const override { return "udevrules"; }
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
@@ -111,7 +112,7 @@ class UdevRulesHandler final : public Handler {
                    std::unique_ptr<io::process::Spawner> spawner);
   absl::StatusOr<std::shared_ptr<const CompiledRules>> LoadAndReport();
   Task<void> RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,
-                     const std::vector<std::string>& env, absl::Time deadline);
+                     const std::vector<std::string>& env, MonoTime deadline);
   Task<void> RunBuiltin(io::Reactor& reactor, const Event& event, const RunEntry& entry,
                         const std::vector<std::string>& env);
 

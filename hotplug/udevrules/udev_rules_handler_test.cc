@@ -123,6 +123,8 @@ class UdevRulesHandlerTest : public ::testing::Test {
     o.event_timeout = event_timeout;
     o.kill_grace = absl::Milliseconds(200);
     o.modules = &modules_;
+    o.hwdb_paths = {base_ + "/etc/hwdb.bin"};  // none: the hwdb builtin fails
+    o.network_dirs = {base_ + "/network"};
     absl::StatusOr<std::unique_ptr<UdevRulesHandler>> h = UdevRulesHandler::Create(std::move(o));
     ASSERT_TRUE(h.ok()) << h.status();
     handler_ = std::move(*h);
@@ -398,6 +400,26 @@ TEST_F(UdevRulesHandlerTest, NetworkNameGoesIntoTheDevice) {
   EXPECT_EQ(announced[0].at("DEVPATH"), "/devices/virtual/net/lan0");
   EXPECT_EQ(Counter("udevrules_renamed"), 1u);
   EXPECT_TRUE(Exists(Run("data/n7")));
+}
+
+// IMPORT{builtin} runs udev's builtins by name: path_id answers from sysfs; hwdb without a
+// hwdb.bin fails, and a failed import makes its rule not match.
+TEST_F(UdevRulesHandlerTest, ImportBuiltinRunsTheBuiltinsAndAFailureDoesNotMatch) {
+  Rules("60-ids.rules",
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"path_id\"\n"
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"hwdb\", ENV{HWDB_SEEN}=\"1\"\n"
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"nosuch\", ENV{NOSUCH_SEEN}=\"1\"\n");
+  ASSERT_TRUE(sys_->AddDevice({.devpath = "/devices/pci0000:00/0000:00:03.0", .subsystem = "pci",
+                               .kind = FakeSysfs::Kind::kBus}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> e = testing::MakeUevent("add", "/devices/pci0000:00/0000:00:03.0", "pci", 1, {});
+  ASSERT_TRUE(e.ok());
+  Handle(*e);
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0].count("ID_PATH") ? announced[0].at("ID_PATH") : "", "pci-0000:00:03.0");
+  EXPECT_EQ(announced[0].count("HWDB_SEEN"), 0u);
+  EXPECT_EQ(announced[0].count("NOSUCH_SEEN"), 0u);
 }
 
 }  // namespace

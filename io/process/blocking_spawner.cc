@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace hotring::io::process {
@@ -51,9 +53,9 @@ absl::StatusOr<BlockingRunResult> BlockingSpawner::Run(SpawnRequest request, siz
   UniqueFd out = child.TakeStdout();
   UniqueFd err = child.TakeStderr();
   BlockingRunResult result;
-  const absl::Time start = absl::Now();
-  absl::Time deadline = request.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                                     : start + request.timeout;
+  // Monotonic: a date change must not kill a program early or let it run on.
+  std::optional<MonoTime> deadline;
+  if (request.timeout != absl::InfiniteDuration()) deadline = MonoNow() + request.timeout;
   bool exited = false;
   while (!exited) {
     struct pollfd fds[3];
@@ -64,8 +66,8 @@ absl::StatusOr<BlockingRunResult> BlockingSpawner::Run(SpawnRequest request, siz
     const int err_at = err.valid() ? static_cast<int>(n) : -1;
     if (err.valid()) fds[n++] = {err.get(), POLLIN, 0};
     int wait_ms = -1;
-    if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - absl::Now();
+    if (deadline.has_value()) {
+      const absl::Duration left = Since(MonoNow(), *deadline);
       wait_ms = left <= absl::ZeroDuration() ? 0 : static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
     }
     const int ready = ::poll(fds, n, wait_ms);
@@ -89,16 +91,16 @@ absl::StatusOr<BlockingRunResult> BlockingSpawner::Run(SpawnRequest request, siz
         break;
       }
     }
-    if (deadline != absl::InfiniteFuture() && absl::Now() >= deadline) {
+    if (deadline.has_value() && MonoNow() >= *deadline) {
       if (!result.timed_out) {
         result.timed_out = true;
         (void)child.Signal(SIGTERM);
-        deadline = request.kill_grace == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                                   : absl::Now() + request.kill_grace;
+        deadline.reset();
+        if (request.kill_grace != absl::InfiniteDuration()) deadline = MonoNow() + request.kill_grace;
       } else {
         result.killed = true;
         (void)child.Signal(SIGKILL);
-        deadline = absl::InfiniteFuture();
+        deadline.reset();
       }
     }
   }
