@@ -1,6 +1,7 @@
 // The daemon's handler chain as `hotring daemon`'s flags ask for it, in pipeline order:
-// modules (MODALIAS) -> rules (mdev.conf: nodes, links, commands) -> udev compatibility
-// (properties, database, by-* links, libudev's group 2) -> --exec. Each link is optional; with
+// modules (MODALIAS) -> rules (mdev.conf: nodes, links, commands) -> udev (with --udev-compat:
+// the udev rules of rules.d when there are any, else the built-in fallback; both keep the
+// database and announce on libudev's group 2) -> --exec. Each link is optional; with
 // none, events are only ordered. The chain is where every stage meets: only the commands build
 // it, the daemon and the stages know none of the others.
 #ifndef HOTRING_HOTPLUG_CLI_HANDLER_CHAIN_H_
@@ -8,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -16,6 +18,7 @@
 #include "hotplug/modules/modules_handler.h"
 #include "hotplug/rules/rules_handler.h"
 #include "hotplug/udevcompat/udevcompat_handler.h"
+#include "hotplug/udevrules/udev_rules_handler.h"
 
 namespace hotring::hotplug {
 
@@ -24,9 +27,15 @@ struct ChainOptions {
   modules::ModulesOptions modules;
   // The rules link runs only when asked for: without --config/--dev-root nothing touches /dev.
   bool rules = false;
+  bool rules_config_given = false;  // --config itself (not only --dev-root)
   rules::RulesHandler::Options rules_options;
   bool udev_compat = false;
   udevcompat::UdevCompatHandler::Options udev_options;
+  // --udev-rules-dir (repeatable): these directories instead of udevd's; given, the udev rules
+  // link runs even when they hold no rule yet.
+  std::vector<std::string> udev_rules_dirs;
+  std::string udev_conf = "/etc/udev/udev.conf";
+  bool udev_fallback = false;  // --udev-fallback: the built-in stage even where rules exist
   std::string exec_program;  // --exec; empty: no exec link
   // A handler's (and a rule command's) deadline: SIGTERM, then SIGKILL after the grace.
   absl::Duration event_timeout = absl::Seconds(180);
@@ -35,6 +44,10 @@ struct ChainOptions {
 
 // Declares the stages' flags (--config, --dev-root, --exec, --udev-compat, the modules' ...).
 void AddChainFlags(FlagSet& flags, ChainOptions& chain);
+
+// True when --udev-compat should run udev's rules (the udev rules link) rather than the
+// built-in fallback: --udev-rules-dir was given, or udevd's directories hold a rules file.
+[[nodiscard]] bool WantsUdevRules(const ChainOptions& chain);
 
 // Builds the chain; `sysfs_root` is the daemon's. An error names the link that failed.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Handler>> BuildHandlerChain(

@@ -9,6 +9,7 @@
 #include "hotplug/bench/bench_coldplug.h"
 #include "hotplug/bench/bench_events.h"
 #include "hotplug/bench/bench_memory.h"
+#include "hotplug/bench/bench_udev_daemon.h"
 #include "hotplug/bench/bench_modules.h"
 #include "hotplug/bench/bench_rules.h"
 #include "hotplug/bench/bench_startup.h"
@@ -107,6 +108,9 @@ constexpr Command kCommands[] = {
      bench::BenchModulesCommand},
     {"bench", "memory", "", "the daemon's memory idle and through a 100,000-event burst",
      bench::BenchMemoryCommand},
+    {"bench", "udev-rules", "",
+     "udevd's rules on a coldplug of this machine: the daemon against systemd-udevd",
+     bench::BenchUdevRulesCommand},
     {"bench", "sysv", "", "IPC: SysV message queue ping-pong", ipc::BenchSysvCommand},
     {"bench", "uds", "", "IPC: Unix socket ping-pong (starts uds-server and uds-client)",
      ipc::BenchUdsCommand},

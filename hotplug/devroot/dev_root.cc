@@ -373,6 +373,40 @@ absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view li
   return true;
 }
 
+bool StatBeneath(const DevRoot& root, absl::string_view path, struct stat* st) {
+  if (!IsSafeRelativePath(path)) return false;
+  std::string leaf;
+  absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), path, /*create=*/false, &leaf);
+  return dir.ok() && StatEntry(root, dir->get(), leaf, *st);
+}
+
+absl::StatusOr<bool> RemoveSymlinkBeneath(const DevRoot& root, absl::string_view link) {
+  if (!IsSafeRelativePath(link)) {
+    return absl::FailedPreconditionError(absl::StrCat("link ", link, ": unsafe path"));
+  }
+  std::string leaf;
+  {
+    absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), link, /*create=*/false, &leaf);
+    if (!dir.ok()) {
+      if (StatusErrno(dir.status()) == ENOENT) return false;
+      if (IsRefusal(dir.status())) return absl::FailedPreconditionError(absl::StrCat("link ", link, ": refused"));
+      return dir.status();
+    }
+    struct stat st;
+    if (fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode)) return false;
+    if (unlinkat(dir->get(), leaf.c_str(), 0) != 0) return ErrnoStatus(absl::StrCat("unlink(", link, ")"));
+  }
+  // The parents, deepest first, while empty (rmdir fails on anything else: that ends it).
+  absl::string_view rest = link;
+  for (size_t slash = rest.rfind('/'); slash != absl::string_view::npos; slash = rest.rfind('/')) {
+    rest = rest.substr(0, slash);
+    std::string parent_leaf;
+    absl::StatusOr<ParentDir> dir = OpenParent(root.fd(), rest, /*create=*/false, &parent_leaf);
+    if (!dir.ok() || unlinkat(dir->get(), parent_leaf.c_str(), AT_REMOVEDIR) != 0) break;
+  }
+  return true;
+}
+
 absl::StatusOr<DevRoot> DevRoot::Open(const std::string& path, DevNodes nodes) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return ErrnoStatus(absl::StrCat("open(", path, ")"));

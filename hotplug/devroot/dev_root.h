@@ -5,6 +5,7 @@
 #ifndef HOTRING_HOTPLUG_DEVROOT_DEV_ROOT_H_
 #define HOTRING_HOTPLUG_DEVROOT_DEV_ROOT_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -129,6 +130,14 @@ absl::StatusOr<bool> MakeLinkBeneath(const DevRoot& root, absl::string_view link
 // since). Returns true when it was removed.
 absl::StatusOr<bool> RemoveLinkBeneath(const DevRoot& root, absl::string_view link,
                                        absl::string_view target);
+
+// lstat of `path` (IsSafeRelativePath) beneath `root`, never through a symlinked directory; in a
+// placeholder root a placeholder reads as its node. False when it is not there (or refused).
+bool StatBeneath(const DevRoot& root, absl::string_view path, struct stat* st);
+
+// Removes `link` when it is a symlink, whatever it points to (udevd's "no reference left"), then
+// the directories it leaves empty on the way up to the root. Returns true when it was removed.
+absl::StatusOr<bool> RemoveSymlinkBeneath(const DevRoot& root, absl::string_view link);
 
 }  // namespace hotring::hotplug::devroot
 

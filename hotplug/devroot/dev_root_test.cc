@@ -86,5 +86,24 @@ TEST_F(LinkTest, NeitherAFileNorASymlinkedDirectoryIsEverUsed) {
   EXPECT_TRUE(absl::IsFailedPrecondition(escape.status())) << escape.status();
 }
 
+TEST_F(LinkTest, ALinkWithNoClaimLeftGoesWithItsEmptyDirectories) {
+  ASSERT_TRUE(MakeLinkBeneath(*root_, "disk/by-id/x", "sdb").ok());
+  ASSERT_TRUE(MakeLinkBeneath(*root_, "disk/by-uuid/y", "sdb").ok());
+  EXPECT_TRUE(*RemoveSymlinkBeneath(*root_, "disk/by-id/x"));
+  struct stat st;
+  EXPECT_NE(lstat((path_ + "/disk/by-id").c_str(), &st), 0) << "empty: removed";
+  EXPECT_EQ(lstat((path_ + "/disk/by-uuid/y").c_str(), &st), 0) << "not empty: kept";
+  EXPECT_FALSE(*RemoveSymlinkBeneath(*root_, "disk/by-id/x"));
+  // Only symlinks: a node of that name stays.
+  ASSERT_EQ(close(creat((path_ + "/node").c_str(), 0600)), 0);
+  EXPECT_FALSE(*RemoveSymlinkBeneath(*root_, "node"));
+  EXPECT_TRUE(StatBeneath(*root_, "node", &st));
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_TRUE(StatBeneath(*root_, "disk/by-uuid/y", &st));
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  ASSERT_EQ(symlink("/etc", (path_ + "/etc").c_str()), 0);
+  EXPECT_FALSE(StatBeneath(*root_, "etc/passwd", &st)) << "never through a symlinked directory";
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::devroot

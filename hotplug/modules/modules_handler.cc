@@ -197,6 +197,41 @@ Task<HandlerResult> ModulesHandler::Handle(io::Reactor& reactor, const Event& ev
   co_return HandlerResult{.detail = absl::StrCat("modules: ", failures, " failed")};
 }
 
+Task<absl::Status> ModulesHandler::LoadModules(io::Reactor& reactor,
+                                               absl::Span<const std::string> names) {
+  const std::shared_ptr<const Resolver> resolver = resolver_;
+  if (resolver == nullptr) {
+    ++counters_.no_index;
+    co_return absl::FailedPreconditionError("modules: no index to resolve with");
+  }
+  std::string failed;
+  for (const std::string& name : names) {
+    ++counters_.asked;
+    absl::StatusOr<LoadPlan> plan = resolver->Resolve(name, /*alias_lookup=*/true);
+    if (!plan.ok()) {
+      ++counters_.resolve_errors;
+      absl::StrAppend(&failed, failed.empty() ? "" : ", ", name, " (", plan.status().message(), ")");
+      continue;
+    }
+    if (plan->blacklisted) {
+      ++counters_.blacklisted;
+      continue;
+    }
+    if (plan->unmatched()) {
+      ++counters_.unmatched;
+      continue;
+    }
+    const PlanResult loaded = co_await loader_->Load(reactor, std::move(*plan));
+    for (const ModuleResult& m : loaded.modules) {
+      if (!IsSuccess(m.outcome)) {
+        absl::StrAppend(&failed, failed.empty() ? "" : ", ", m.name, " (", OutcomeName(m.outcome), ")");
+      }
+    }
+  }
+  if (failed.empty()) co_return absl::OkStatus();
+  co_return absl::InternalError(absl::StrCat("modules failed: ", failed));
+}
+
 absl::Status ModulesHandler::Reload() {
   ++counters_.reloads;
   absl::StatusOr<std::shared_ptr<const Resolver>> resolver = factory_();
@@ -232,6 +267,7 @@ void ModulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>
   out.emplace_back("modules_load_us", absl::ToInt64Microseconds(l.load_time));
   out.emplace_back("modules_reloads", counters_.reloads);
   out.emplace_back("modules_reload_failures", counters_.reload_failures);
+  out.emplace_back("modules_asked_by_stages", counters_.asked);
 }
 
 absl::StatusOr<std::unique_ptr<ModulesHandler>> MakeDaemonModulesLink(

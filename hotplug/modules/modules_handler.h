@@ -23,6 +23,7 @@
 #include "core/task.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
+#include "hotplug/module_loading.h"
 #include "hotplug/modules/load_plan.h"
 #include "hotplug/modules/loader.h"
 #include "io/reactor.h"
@@ -66,10 +67,12 @@ struct ModulesCounters {
   uint64_t events_with_failures = 0;
   uint64_t reloads = 0;
   uint64_t reload_failures = 0;  // reloads that kept the previous index
+  uint64_t asked = 0;            // names other stages asked to load (LoadModules)
 };
 
-// Owns the resolver (replaced whole on reload), the loader, and the counters.
-class ModulesHandler final : public Handler {
+// Owns the resolver (replaced whole on reload), the loader, and the counters. Also serves other
+// stages' loads (ModuleLoading: udev's kmod builtin) through the same resolver and loader.
+class ModulesHandler final : public Handler, public ModuleLoading {
  public:
   // Builds a resolver: at start and on every reload.
   using ResolverFactory = std::function<absl::StatusOr<std::shared_ptr<const Resolver>>()>;
@@ -81,6 +84,9 @@ class ModulesHandler final : public Handler {
       absl::Status* start_error = nullptr);
 
   Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
+  // udev's `kmod load NAME...`: each name resolved as an alias (blacklist applied) and loaded;
+  // loads already done or in flight are joined.
+  Task<absl::Status> LoadModules(io::Reactor& reactor, absl::Span<const std::string> names) override;
   // Builds a new resolver; on failure the previous one stays in use.
   absl::Status Reload() override;
   [[nodiscard]] std::string Name() const override { return "modules"; }

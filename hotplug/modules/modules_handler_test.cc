@@ -144,6 +144,29 @@ TEST_F(ModulesHandlerTest, LoadsTheModulesOfAnAddEventsModalias) {
   EXPECT_EQ(handler_->Name(), "modules");
 }
 
+// udev's `kmod load` from another stage: the same resolver and loader; a module the MODALIAS
+// path already loaded is not loaded again; blacklisted and unmatched names are no error.
+TEST_F(ModulesHandlerTest, LoadsWhatOtherStagesAskForOnce) {
+  MakeHandler();
+  Handle(AddEvent("pci:e1000e"));
+  ASSERT_EQ(kernel_->calls().size(), 2u);
+  const std::vector<std::string> names = {"pci:e1000e", "pci:blacklisted", "acpi:NOTHING:"};
+  absl::StatusOr<absl::Status> r = reactor_->BlockOn(handler_->LoadModules(*reactor_, names));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << *r;
+  EXPECT_EQ(kernel_->calls().size(), 2u) << "mii and e1000e were loaded already";
+  EXPECT_TRUE(resolver_->last_alias_lookup_);
+  const std::vector<std::string> usb = {kXhciModalias};
+  r = reactor_->BlockOn(handler_->LoadModules(*reactor_, usb));
+  ASSERT_TRUE(r.ok() && r->ok());
+  EXPECT_THAT(kernel_->started(), ::testing::ElementsAre("mii", "e1000e", "usbcore", "xhci_hcd"));
+  const std::vector<std::string> bad = {"bad"};
+  r = reactor_->BlockOn(handler_->LoadModules(*reactor_, bad));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->ok());
+  EXPECT_EQ(Counters(*handler_).at("modules_asked_by_stages"), 5u);
+}
+
 // A bus controller's plan goes first (its loads counted, at nice -10 where allowed) once the
 // daemon turns that on; other devices' plans never do.
 TEST_F(ModulesHandlerTest, BusControllersDriversGoFirstWhenTurnedOn) {

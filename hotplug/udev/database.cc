@@ -69,6 +69,7 @@ absl::StatusOr<std::string> DeviceId(const Event& event) {
 std::string FormatDatabaseEntry(const DatabaseEntry& entry) {
   std::string out;
   for (const std::string& link : entry.links) absl::StrAppend(&out, "S:", link, "\n");
+  if (entry.link_priority != 0) absl::StrAppend(&out, "L:", entry.link_priority, "\n");
   if (entry.usec_initialized > 0) absl::StrAppend(&out, "I:", entry.usec_initialized, "\n");
   for (const auto& [key, value] : entry.properties) {
     if (absl::StrContains(key, "\n") || absl::StrContains(value, "\n") || absl::StrContains(key, "=")) {
@@ -94,6 +95,9 @@ DatabaseEntry ParseDatabaseEntry(absl::string_view text) {
     switch (line[0]) {
       case 'S':
         entry.links.emplace_back(value);
+        break;
+      case 'L':
+        if (!absl::SimpleAtoi(value, &entry.link_priority)) entry.link_priority = 0;
         break;
       case 'I':
         if (!absl::SimpleAtoi(value, &entry.usec_initialized)) entry.usec_initialized = 0;
@@ -136,7 +140,7 @@ absl::StatusOr<UniqueFd> DatabaseDir::DataDir(bool create) const {
   return dir;
 }
 
-absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content) const {
+absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content, bool persist) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
   HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, DataDir(/*create=*/true));
   // Unique per thread; events of one device never run at once, so per id too.
@@ -144,7 +148,8 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content)
   UniqueFd file(::openat(dir.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/data/", temp, ")"));
-  (void)::fchmod(file.get(), 0644);  // whatever the umask: libudev readers are not root
+  // Whatever the umask: libudev readers are not root.
+  (void)::fchmod(file.get(), persist ? 01644 : 0644);
   size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);

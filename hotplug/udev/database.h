@@ -27,6 +27,9 @@ struct DatabaseEntry {
   Properties properties;           // set by hotring, not the kernel's (E:)
   std::vector<std::string> tags;          // every tag the device has had since it appeared (G:)
   std::vector<std::string> current_tags;  // the tags its last event set (Q:)
+  int link_priority = 0;  // OPTIONS="link_priority=N" (L:, written when not 0; devices with a node only)
+  // OPTIONS+="db_persist": the file survives `udevadm info --cleanup-db` (mode 01644).
+  bool persist = false;
 };
 
 // True for a name udev's rules accept as a TAG (letters, digits, '-', '_'; at most 200), which
@@ -38,7 +41,7 @@ struct DatabaseEntry {
 // InvalidArgument when the event's names cannot make a file name (a '/' in a subsystem, ...).
 [[nodiscard]] absl::StatusOr<std::string> DeviceId(const Event& event);
 
-// The file's text: S:, I:, E:, G:, Q: lines and "V:1", as sd-device writes them. Values with a
+// The file's text: S:, L:, I:, E:, G:, Q: lines and "V:1", as sd-device writes them. Values with a
 // newline cannot be stored (a reader would split them): such properties are left out, and so
 // are tags that are not valid tag names.
 [[nodiscard]] std::string FormatDatabaseEntry(const DatabaseEntry& entry);
@@ -52,8 +55,11 @@ class DatabaseDir {
  public:
   static absl::StatusOr<DatabaseDir> Open(const std::string& run_dir);
 
-  // Replaces data/<id> atomically (mode 0644). Safe from several threads for different ids.
-  absl::Status Write(absl::string_view id, absl::string_view content) const;
+  // Replaces data/<id> atomically (mode 0644, or 01644 for a db_persist entry, as udevd marks
+  // those). Safe from several threads for different ids.
+  absl::Status Write(absl::string_view id, absl::string_view content, bool persist = false) const;
+  // The directory's fd (data/ and tags/ are beneath it; links/ for udev's link claims).
+  [[nodiscard]] int fd() const { return fd_.get(); }
   // data/<id>, or NotFound.
   [[nodiscard]] absl::StatusOr<std::string> Read(absl::string_view id) const;
   // Removes data/<id>; OK when it was not there.

@@ -68,6 +68,16 @@ TEST(DatabaseEntry, FormatsAsSdDeviceAndParsesBack) {
   EXPECT_THAT(back.current_tags, ElementsAre("seat"));
 }
 
+TEST(DatabaseEntry, LinkPriorityFollowsTheLinks) {
+  DatabaseEntry e;
+  e.links = {"disk/by-board/root"};
+  e.link_priority = -10;
+  e.properties = {{"ID_BOARD", "1"}};
+  const std::string text = FormatDatabaseEntry(e);
+  EXPECT_EQ(text, "S:disk/by-board/root\nL:-10\nE:ID_BOARD=1\nV:1\n");
+  EXPECT_EQ(ParseDatabaseEntry(text).link_priority, -10);
+}
+
 TEST(ValidTagName, AsUdevRulesAcceptThem) {
   EXPECT_TRUE(ValidTagName("seat"));
   EXPECT_TRUE(ValidTagName("master-of-seat"));
@@ -119,6 +129,10 @@ TEST(DatabaseDir, WritesAtomicallyReadsAndRemoves) {
   EXPECT_TRUE(List(run + "/data").empty());
   EXPECT_TRUE(db->Remove("b254:1").ok());  // already gone: fine
   EXPECT_TRUE(absl::IsNotFound(db->Read("b254:1").status()));
+  // db_persist: udevd marks the file sticky.
+  ASSERT_TRUE(db->Write("c4:64", "V:1\n", /*persist=*/true).ok());
+  ASSERT_EQ(stat((run + "/data/c4:64").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01644u);
 }
 
 TEST(DatabaseDir, TagIndexFilesAsUdevdMakesThem) {

@@ -54,7 +54,7 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
 
   absl::StatusOr<testing::DaemonProcess> daemon = testing::DaemonProcess::Start(
-      {.args = {"--udev-compat", "--udev-run", run, "--dev-root", dev, "--config", *dir + "/mdev.conf",
+      {.args = {"--udev-compat", "--udev-fallback", "--udev-run", run, "--dev-root", dev, "--config", *dir + "/mdev.conf",
                 "--sysfs-root", sys->root(), "--seqnum-file", ""}});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   absl::StatusOr<testing::CommandResult> sent = testing::RunHotring(

@@ -11,13 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/probe/fs_probe.h"
 #include "hotplug/devroot/dev_root.h"
-#include "hotplug/udev/blkid.h"
+#include "hotplug/udev/block_probe.h"
 #include "hotplug/udev/database.h"
 #include "hotplug/udevcompat/links.h"
 #include "hotplug/udev/monitor.h"
-#include "hotplug/probe/partition_table.h"
 #include "hotplug/udevcompat/seat.h"
 #include "io/netlink.h"
 
@@ -37,14 +35,6 @@ void Merge(udev::Properties& into, const udev::Properties& from) {
   for (const auto& [k, v] : from) udev::SetProperty(into, k, v);
 }
 
-uint32_t LogicalBlockSize(const udev::SysfsView& view, absl::string_view disk) {
-  uint32_t size = 512;
-  if (std::optional<std::string> s = view.Attribute(disk, "queue/logical_block_size"); s.has_value()) {
-    if (!absl::SimpleAtoi(*s, &size) || size < 512 || size > 4096) size = 512;
-  }
-  return size;
-}
-
 void ProbeBlock(const udev::SysfsView& view, const Event& event, const std::string& dev_root,
                 udev::Properties& props, std::string* probe_error) {
   const std::string kernel = event.devpath.substr(event.devpath.rfind('/') + 1);
@@ -52,58 +42,8 @@ void ProbeBlock(const udev::SysfsView& view, const Event& event, const std::stri
     return;  // udev does not run blkid on optical drives or eMMC boot partitions
   }
   if (event.devname.empty() || !devroot::IsSafeRelativePath(event.devname)) return;
-  auto note = [&](const absl::Status& s) {
-    if (probe_error != nullptr && probe_error->empty()) *probe_error = std::string(s.message());
-  };
-  const std::string devtype(event.Get("DEVTYPE").value_or(""));
-  const absl::StatusOr<probe::ProbeFile> reader =
-      probe::ProbeFile::Open(absl::StrCat(dev_root, "/", event.devname), probe::kMaxGptEntryBytes);
-  if (!reader.ok()) {
-    note(reader.status());
-    return;
-  }
-  auto read = [&](uint64_t o, size_t l) { return reader->Read(o, l); };
-  if (devtype == "disk") {
-    absl::StatusOr<std::optional<probe::PartitionTable>> table =
-        probe::ProbePartitionTable(read, LogicalBlockSize(view, event.devpath));
-    if (!table.ok()) {
-      note(table.status());
-    } else if (table->has_value()) {
-      Merge(props, udev::PartitionTableProperties(**table));
-    }
-  } else if (devtype == "partition") {
-    const std::optional<std::string> disk = udev::ParentOf(view, event.devpath);
-    const std::optional<std::string> disk_name =
-        disk.has_value() ? udev::UeventValue(view, *disk, "DEVNAME") : std::nullopt;
-    int number = 0;
-    const std::string partn(event.Get("PARTN").value_or(""));
-    if (!absl::SimpleAtoi(partn, &number)) {
-      (void)absl::SimpleAtoi(view.Attribute(event.devpath, "partition").value_or(""), &number);
-    }
-    if (disk_name.has_value() && devroot::IsSafeRelativePath(*disk_name) && number > 0) {
-      const absl::StatusOr<probe::ProbeFile> disk_reader =
-          probe::ProbeFile::Open(absl::StrCat(dev_root, "/", *disk_name), probe::kMaxGptEntryBytes);
-      auto disk_read = [&](uint64_t o, size_t l) { return disk_reader->Read(o, l); };
-      absl::StatusOr<std::optional<probe::PartitionTable>> table =
-          disk_reader.ok() ? probe::ProbePartitionTable(disk_read, LogicalBlockSize(view, *disk))
-                           : absl::StatusOr<std::optional<probe::PartitionTable>>(std::nullopt);
-      if (!table.ok()) {
-        note(table.status());
-      } else if (table->has_value()) {
-        const std::string devnum = absl::StrCat(udev::UeventValue(view, *disk, "MAJOR").value_or(""), ":",
-                                                udev::UeventValue(view, *disk, "MINOR").value_or(""));
-        for (const probe::PartitionEntry& entry : (*table)->entries) {
-          if (entry.number == number) Merge(props, udev::PartitionEntryProperties(**table, entry, devnum));
-        }
-      }
-    }
-  }
-  absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystem(read);
-  if (!fs.ok()) {
-    note(fs.status());
-  } else if (fs->has_value()) {
-    Merge(props, udev::FsProperties(**fs));
-  }
+  (void)udev::ProbeBlockDevice(view, event.devpath, event.Get("DEVTYPE").value_or(""), event.devname,
+                               event.Get("PARTN").value_or(""), dev_root, props, probe_error);
 }
 
 uint64_t MonotonicUsec() {

@@ -54,8 +54,11 @@ std::string SysfsHost::Resolve(absl::string_view path) const {
 }
 
 bool SysfsHost::ReadAttribute(absl::string_view devpath, absl::string_view name, std::string* out) {
-  // A link reads as the last component of its target (ATTR{driver}), as in sd_device.
-  if (std::optional<std::string> link = view_.LinkName(devpath, name); link.has_value()) {
+  // The core links read as the last component of their target (ATTR{driver}), as in
+  // sd_device; only those: every other attribute is a file (a readlink each would cost).
+  if (name == "driver" || name == "subsystem" || name == "module") {
+    std::optional<std::string> link = view_.LinkName(devpath, name);
+    if (!link.has_value()) return false;
     *out = std::move(*link);
     return true;
   }
@@ -164,13 +167,15 @@ absl::Status SysfsHost::WriteSysctl(absl::string_view name, absl::string_view va
 
 bool SysfsHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out) {
   out->clear();
-  if (!view_.IsDevice(devpath)) return false;
+  // The uevent file makes a device; read through ReadAttribute, which a host may cache.
+  std::string uevent;
+  if (!ReadAttribute(devpath, "uevent", &uevent)) return false;
   out->emplace_back("DEVPATH", std::string(devpath));
   std::string value;
   if (Subsystem(devpath, &value)) out->emplace_back("SUBSYSTEM", value);
   bool have_driver = false;
-  if (std::optional<std::string> uevent = view_.Attribute(devpath, "uevent"); uevent.has_value()) {
-    for (absl::string_view line : absl::StrSplit(*uevent, '\n', absl::SkipEmpty())) {
+  {
+    for (absl::string_view line : absl::StrSplit(uevent, '\n', absl::SkipEmpty())) {
       const size_t eq = line.find('=');
       if (eq == absl::string_view::npos) continue;
       const absl::string_view key = line.substr(0, eq);

@@ -1,0 +1,334 @@
+#include "hotplug/udevrules/udev_rules_handler.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "hotplug/udev/monitor.h"
+#include "hotplug/udev/builtin_registry.h"
+#include "hotplug/udevrules/names.h"
+#include "hotplug/udevrules/udev_event.h"
+#include "io/netlink.h"
+
+namespace hotring::hotplug::udevrules {
+namespace {
+
+std::string ReadSmallFile(const std::string& path) {
+  if (path.empty()) return "";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  char buf[4096];
+  const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+  if (n <= 0) return "";
+  return std::string(absl::StripTrailingAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))));
+}
+
+// Erases an event's entry from the waiting map on every path out of Handle.
+class WaitingEntry {
+ public:
+  WaitingEntry(absl::flat_hash_map<const Event*, std::string>& map, const Event& event, std::string what)
+      : map_(map), event_(&event) {
+    map_[event_] = std::move(what);
+  }
+  ~WaitingEntry() { map_.erase(event_); }
+  void Set(std::string what) { map_[event_] = std::move(what); }
+
+ private:
+  absl::flat_hash_map<const Event*, std::string>& map_;
+  const Event* event_;
+};
+
+}  // namespace
+
+// Executors are kept between events (their buffers are the point of them), one per job at once.
+class UdevRulesHandler::ExecutorPool {
+ public:
+  std::unique_ptr<Executor> Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return std::make_unique<Executor>();
+    std::unique_ptr<Executor> e = std::move(free_.back());
+    free_.pop_back();
+    return e;
+  }
+  void Give(std::unique_ptr<Executor> e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < 16) free_.push_back(std::move(e));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Executor>> free_;
+};
+
+absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Options options) {
+  UdevConf conf;
+  if (!options.udev_conf.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(conf, ReadUdevConf(options.udev_conf));
+    for (const std::string& w : conf.warnings) LogWarning("udevrules: %s", w);
+  }
+  if (conf.event_timeout.has_value()) options.event_timeout = *conf.event_timeout;
+  if (options.rules_dirs.empty()) options.rules_dirs = DefaultRulesDirs();
+  HOTRING_ASSIGN_OR_RETURN(udev::DatabaseDir database, udev::DatabaseDir::Open(options.run_dir));
+  HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));
+  HOTRING_ASSIGN_OR_RETURN(PasswdFiles names, PasswdFiles::Load(options.users_root));
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::BlockingSpawner> blocking,
+                           io::process::BlockingSpawner::Create());
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner, io::process::Spawner::Create());
+  UniqueFd sender;
+  if (options.monitor) {
+    HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
+  }
+  const std::string kernel_cmdline = ReadSmallFile(options.kernel_cmdline);
+  std::vector<std::string> builtin_warnings;
+  std::unique_ptr<BuiltinWorld> builtins = LoadBuiltinWorld(
+      BuiltinSources{.sysfs_root = options.sysfs_root,
+                     .hwdb_paths = options.hwdb_paths,
+                     .network_dirs = options.network_dirs,
+                     .kernel_cmdline = kernel_cmdline,
+                     .architecture = BuildArchitecture()},
+      &builtin_warnings);
+  for (const std::string& w : builtin_warnings) LogWarning("udevrules: builtins: %s", w);
+  auto world = std::make_shared<UdevWorld>(UdevWorld{
+      .host = {},
+      .database = std::move(database),
+      .dev_root = std::move(dev_root),
+      .builtins = std::move(builtins),
+      .spawner = std::move(blocking),
+      .names = std::make_unique<PasswdFiles>(std::move(names)),
+      .rename_interfaces = options.rename_interfaces,
+  });
+  HostContext& host = world->host;
+  host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
+  host.dev_root = options.dev_root;
+  host.database = &world->database;
+  host.builtins = &world->builtins->resources;
+  host.spawner = world->spawner.get();
+  host.names = world->names.get();
+  host.kernel_cmdline = kernel_cmdline;
+  host.arch = BuildArchitecture();
+  host.kill_grace = options.kill_grace;
+  std::unique_ptr<UdevRulesHandler> handler(new UdevRulesHandler(
+      std::move(options), std::move(conf), std::move(world), std::move(sender), std::move(spawner)));
+  HOTRING_ASSIGN_OR_RETURN(handler->rules_, handler->LoadAndReport());
+  for (const std::string& line : ApplyStaticNodes(*handler->world_, *handler->rules_)) {
+    LogWarning("udevrules: static_node: %s", line);
+  }
+  return handler;
+}
+
+UdevRulesHandler::UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world,
+                                   UniqueFd sender, std::unique_ptr<io::process::Spawner> spawner)
+    : options_(std::move(options)),
+      conf_(std::move(conf)),
+      world_(std::move(world)),
+      executors_(std::make_shared<ExecutorPool>()),
+      sender_(std::move(sender)),
+      spawner_(std::move(spawner)) {
+  size_t threads = options_.threads;
+  if (threads == 0) threads = conf_.children_max.has_value() ? std::clamp<size_t>(*conf_.children_max, 1, 16) : 4;
+  pool_ = std::make_unique<io::BlockingPool>(io::BlockingPool::Options{.max_threads = threads, .name = "hotring-udevr"});
+  execute_options_.program_timeout = options_.event_timeout;
+  execute_options_.debug = conf_.log_level.has_value() && *conf_.log_level >= 7;
+}
+
+UdevRulesHandler::~UdevRulesHandler() { pool_->Shutdown(); }
+
+absl::StatusOr<std::shared_ptr<const CompiledRules>> UdevRulesHandler::LoadAndReport() {
+  CompileOptions compile;
+  compile.resolve_names = conf_.resolve_names.value_or(ResolveNames::kEarly);
+  compile.names = world_->names.get();
+  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<CompiledRules> rules, LoadRules(options_.rules_dirs, compile));
+  const Diagnostics& d = rules->diagnostics();
+  for (const Diagnostic& problem : d.kept()) {
+    if (problem.severity == Severity::kError) {
+      LogError("udevrules: %s", problem.Format());
+    } else {
+      LogWarning("udevrules: %s", problem.Format());
+    }
+  }
+  if (d.dropped() > 0) LogWarning("udevrules: %d more problems not shown", d.dropped());
+  counters_.rule_problems = d.errors() + d.warnings();
+  LogNotice("udevrules: %d rules from %d files in %s", rules->lines().size(), rules->file_count(),
+            absl::StrJoin(options_.rules_dirs, " "));
+  return std::shared_ptr<const CompiledRules>(std::move(rules));
+}
+
+absl::Status UdevRulesHandler::Reload() {
+  ++counters_.reloads;
+  absl::StatusOr<std::shared_ptr<const CompiledRules>> rules = LoadAndReport();
+  if (!rules.ok()) {
+    ++counters_.errors;
+    LogError("udevrules: reload failed, keeping the rules in use: %s", rules.status().ToString());
+    return rules.status();
+  }
+  // hwdb.bin and the .link files stay as read at start: jobs in flight share them.
+  rules_ = *std::move(rules);
+  return absl::OkStatus();
+}
+
+Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& event) {
+  ++counters_.events;
+  const MonoTime deadline = MonoNow() + options_.event_timeout;
+  WaitingEntry waiting(waiting_, event, "udev rules");
+  // The job owns what it uses: it may outlive this task when the task is dropped.
+  auto job = [world = world_, rules = rules_, executors = executors_, options = execute_options_,
+              event_copy = event]() -> EventWork {
+    std::unique_ptr<Executor> executor = executors->Take();
+    EventWork work = ProcessUdevEvent(*world, *rules, options, *executor, event_copy);
+    executors->Give(std::move(executor));
+    return work;
+  };
+  absl::StatusOr<EventWork> work = co_await pool_->Run(reactor, std::move(job));
+  if (!work.ok()) {
+    ++counters_.errors;
+    LogWarning("udevrules: %s: %s", EventLabel(event), work.status().ToString());
+    co_return HandlerResult{};
+  }
+  counters_.lines_matched += work->lines_matched;
+  counters_.nodes_set += work->nodes_set;
+  counters_.links_made += work->links_made;
+  counters_.links_removed += work->links_removed;
+  counters_.links_refused += work->links_refused;
+  counters_.db_written += work->db_written;
+  counters_.db_removed += work->db_removed;
+  counters_.renamed += work->renamed;
+  counters_.errors += work->failures;
+  for (const std::string& line : work->log) LogWarning("udevrules: %s: %s", EventLabel(event), line);
+  for (const std::string& line : work->debug) LogDebug("udevrules: %s: %s", EventLabel(event), line);
+  if (work->rules_ok && !work->run.empty()) {
+    waiting.Set("udev rules: RUN");
+    co_await RunList(reactor, event, work->run, work->env, deadline);
+  }
+  if (!work->datagram.empty() && sender_.valid()) {
+    // Multicast never blocks: a listener with a full buffer loses this message (and sees ENOBUFS).
+    if (absl::Status sent = io::SendToGroup(sender_.get(), udev::kUdevMonitorGroup, work->datagram); sent.ok()) {
+      ++counters_.monitor_sent;
+    } else {
+      ++counters_.errors;
+      LogWarning("udevrules: %s: monitor: %s", EventLabel(event), sent.ToString());
+    }
+  } else if (options_.monitor) {
+    ++counters_.monitor_skipped;
+    LogInfo("udevrules: %s: not announced: %s", EventLabel(event), work->not_announced);
+  }
+  co_return HandlerResult{};
+}
+
+Task<void> UdevRulesHandler::RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,
+                                     const std::vector<std::string>& env, MonoTime deadline) {
+  for (const RunEntry& entry : run) {
+    if (entry.builtin) {
+      co_await RunBuiltin(reactor, event, entry, env);
+      continue;
+    }
+    if (entry.argv.empty()) continue;
+    const absl::Duration left = Since(MonoNow(), deadline);
+    if (left <= absl::ZeroDuration()) {
+      ++counters_.run_timed_out;
+      LogWarning("udevrules: %s: event_timeout passed, '%s' not run", EventLabel(event), entry.command);
+      continue;
+    }
+    io::process::SpawnRequest request;
+    request.program = entry.argv[0];
+    request.argv = entry.argv;
+    request.envp = env;
+    request.label = EventLabel(event);
+    request.timeout = left;
+    request.kill_grace = options_.kill_grace;
+    ++counters_.run_programs;
+    absl::StatusOr<io::process::SpawnResult> result = co_await spawner_->Run(reactor, std::move(request));
+    if (!result.ok()) {
+      ++counters_.run_failed;
+      LogWarning("udevrules: %s: RUN '%s': %s", EventLabel(event), entry.command, result.status().message());
+    } else if (result->timed_out) {
+      ++counters_.run_timed_out;
+      LogWarning("udevrules: %s: RUN '%s' timed out, %s", EventLabel(event), entry.command,
+                 result->killed ? "killed" : "terminated");
+    } else if (!result->exit.success()) {
+      ++counters_.run_failed;
+      LogWarning("udevrules: %s: RUN '%s': %s", EventLabel(event), entry.command,
+                 io::process::DescribeExit(result->exit));
+    }
+  }
+}
+
+Task<void> UdevRulesHandler::RunBuiltin(io::Reactor& reactor, const Event& event, const RunEntry& entry,
+                                        const std::vector<std::string>& env) {
+  ++counters_.run_builtins;
+  if (entry.builtin_name == "kmod") {
+    // kmod load NAME...: through the modules stage, which joins loads already done or running.
+    if (entry.argv.size() < 3 || entry.argv[1] != "load") co_return;
+    if (options_.modules == nullptr) {
+      ++counters_.builtins_missing;
+      LogInfo("udevrules: %s: '%s': module loading is off", EventLabel(event), entry.command);
+      co_return;
+    }
+    ++counters_.kmod_loads;
+    const std::vector<std::string> names(entry.argv.begin() + 2, entry.argv.end());
+    const absl::Status loaded = co_await options_.modules->LoadModules(reactor, names);
+    if (!loaded.ok()) LogWarning("udevrules: %s: '%s': %s", EventLabel(event), entry.command, loaded.message());
+    co_return;
+  }
+  const udev::BuiltinInfo* builtin = udev::FindBuiltin(entry.builtin_name);
+  if (builtin == nullptr || builtin->run == nullptr) {
+    ++counters_.builtins_missing;
+    LogDebug("udevrules: %s: RUN{builtin} '%s' is not available", EventLabel(event), entry.command);
+    co_return;
+  }
+  auto job = [world = world_, entry, env, devpath = event.devpath]() -> absl::Status {
+    std::vector<PropertyView> props;
+    for (const std::string& kv : env) {
+      const size_t eq = kv.find('=');
+      props.emplace_back(absl::string_view(kv).substr(0, eq), absl::string_view(kv).substr(eq + 1));
+    }
+    // The same host as the rules', so that what the builtin asks is done as for IMPORT{builtin}.
+    DaemonHost host(world->host);
+    OwnedProperties ignored;
+    absl::Status status = host.RunBuiltin(entry.builtin_name, entry.command, entry.argv, devpath, props, &ignored);
+    for (const std::string& line : host.log()) LogWarning("udevrules: RUN{builtin} '%s': %s", entry.command, line);
+    return status;
+  };
+  absl::StatusOr<absl::Status> ran = co_await pool_->Run(reactor, std::move(job));
+  const absl::Status status = ran.ok() ? *ran : ran.status();
+  if (!status.ok()) LogWarning("udevrules: %s: RUN{builtin} '%s': %s", EventLabel(event), entry.command, status.message());
+}
+
+std::string UdevRulesHandler::Describe(const Event& event) const {
+  const auto it = waiting_.find(&event);
+  return it == waiting_.end() ? "" : it->second;
+}
+
+void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  const Counters& c = counters_;
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, uint64_t>>{
+           {"events", c.events},
+           {"lines_matched", c.lines_matched},
+           {"nodes_set", c.nodes_set},
+           {"links_made", c.links_made},
+           {"links_removed", c.links_removed},
+           {"links_refused", c.links_refused},
+           {"db_written", c.db_written},
+           {"db_removed", c.db_removed},
+           {"renamed", c.renamed},
+           {"run_programs", c.run_programs},
+           {"run_failed", c.run_failed},
+           {"run_timed_out", c.run_timed_out},
+           {"run_builtins", c.run_builtins},
+           {"builtins_missing", c.builtins_missing},
+           {"kmod_loads", c.kmod_loads},
+           {"monitor_sent", c.monitor_sent},
+           {"monitor_skipped", c.monitor_skipped},
+           {"errors", c.errors},
+           {"reloads", c.reloads},
+           {"rule_problems", c.rule_problems}}) {
+    out.emplace_back(absl::StrCat("udevrules_", name), value);
+  }
+}
+
+}  // namespace hotring::hotplug::udevrules

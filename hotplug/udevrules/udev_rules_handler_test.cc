@@ -1,0 +1,426 @@
+// The udev rules link on a fake sysfs, with a dev root, a run directory and rules in the test's
+// temporary directory: nodes' owner and mode, links and their claims between two devices with
+// priorities, the database entry, RUN's order and environment (testing/record_handler), a RUN
+// that hangs killed at event_timeout, kmod through the modules stage's interface, static nodes,
+// reloads that keep the good rules of a broken file, and the libudev announcement on group 2
+// (in a private network namespace).
+#include "hotplug/udevrules/udev_rules_handler.h"
+
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hotplug/udev/monitor.h"
+#include "io/reactor.h"
+#include "testing/fake_sysfs.h"
+#include "testing/handler_recorder.h"
+#include "testing/uevent_injector.h"
+
+namespace hotring::hotplug::udevrules {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::FakeSysfs;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+std::string Readlink(const std::string& path) {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// The database file without its I: line (a clock reading).
+std::string WithoutInit(const std::string& text) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::StartsWith(line, "I:")) absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+// Records what `kmod load` asked for.
+class FakeModules final : public ModuleLoading {
+ public:
+  Task<absl::Status> LoadModules(io::Reactor& reactor, absl::Span<const std::string> names) override {
+    for (const std::string& n : names) asked.push_back(n);
+    co_return absl::OkStatus();
+  }
+  std::vector<std::string> asked;
+};
+
+class UdevRulesHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::EnterPrivateNetworkNamespace().ok());
+    absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
+    ASSERT_TRUE(sys.ok());
+    sys_.emplace(std::move(*sys));
+    const char* t = std::getenv("TEST_TMPDIR");
+    base_ = absl::StrCat(t != nullptr ? t : "/tmp", "/udevrules_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_EQ(std::system(absl::StrCat("rm -rf ", base_, " && mkdir -p ", base_, "/dev ", base_, "/run ",
+                                       base_, "/rules ", base_, "/etc").c_str()),
+              0);
+    WriteFile(base_ + "/etc/passwd", "root:x:0:0::/root:/bin/sh\nmodem:x:1000:1000::/:/bin/false\n");
+    WriteFile(base_ + "/etc/group", "root:x:0:\ndialout:x:20:\nvideo:x:44:\n");
+    absl::StatusOr<std::unique_ptr<io::Reactor>> r = io::Reactor::Create();
+    ASSERT_TRUE(r.ok());
+    reactor_ = std::move(*r);
+    listener_ = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+    ASSERT_GE(listener_, 0);
+    sockaddr_nl addr{};
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
+    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  }
+  void TearDown() override {
+    handler_.reset();
+    if (listener_ >= 0) ::close(listener_);
+  }
+
+  void Rules(const std::string& name, const std::string& text) { WriteFile(base_ + "/rules/" + name, text); }
+
+  void MakeHandler(absl::Duration event_timeout = absl::Seconds(30)) {
+    UdevRulesHandler::Options o;
+    o.rules_dirs = {base_ + "/rules"};
+    o.udev_conf = "";
+    o.run_dir = base_ + "/run";
+    o.dev_root = base_ + "/dev";
+    o.sysfs_root = sys_->root();
+    o.kernel_cmdline = "";
+    o.users_root = base_;
+    o.rename_interfaces = false;
+    o.event_timeout = event_timeout;
+    o.kill_grace = absl::Milliseconds(200);
+    o.modules = &modules_;
+    o.hwdb_paths = {base_ + "/etc/hwdb.bin"};  // none: the hwdb builtin fails
+    o.network_dirs = {base_ + "/network"};
+    absl::StatusOr<std::unique_ptr<UdevRulesHandler>> h = UdevRulesHandler::Create(std::move(o));
+    ASSERT_TRUE(h.ok()) << h.status();
+    handler_ = std::move(*h);
+  }
+
+  void Handle(const Event& event) {
+    absl::StatusOr<HandlerResult> r = reactor_->BlockOn(handler_->Handle(*reactor_, event));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->outcome, HandlerOutcome::kHandled);
+  }
+
+  // A tty device in sysfs and its node in the dev root, as devtmpfs leaves it (root, 0600).
+  void AddTty(const std::string& name, int minor, int major = 188) {
+    ASSERT_TRUE(sys_->AddDevice({.devpath = TtyPath(name),
+                                 .subsystem = "tty",
+                                 .uevent = {{"MAJOR", absl::StrCat(major)}, {"MINOR", absl::StrCat(minor)},
+                                            {"DEVNAME", name}}}).ok());
+    const std::string node = absl::StrCat(base_, "/dev/", name);
+    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(major, minor)), 0) << node;
+  }
+  static std::string TtyPath(const std::string& name) { return absl::StrCat("/devices/virtual/tty/", name); }
+  Event TtyEvent(const std::string& action, const std::string& name, int minor, uint64_t seq, int major = 188) {
+    absl::StatusOr<Event> e = testing::MakeUevent(
+        action, TtyPath(name), "tty", seq,
+        {{"MAJOR", absl::StrCat(major)}, {"MINOR", absl::StrCat(minor)}, {"DEVNAME", name}});
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? *e : Event{};
+  }
+
+  std::vector<std::map<std::string, std::string>> Announcements() {
+    std::vector<std::map<std::string, std::string>> out;
+    char buf[16384];
+    for (;;) {
+      const ssize_t n = ::recv(listener_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) break;
+      auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
+      EXPECT_TRUE(props.ok()) << props.status();
+      if (props.ok()) out.emplace_back(props->begin(), props->end());
+    }
+    return out;
+  }
+
+  uint64_t Counter(const std::string& name) {
+    std::vector<std::pair<std::string, uint64_t>> counters;
+    handler_->AppendCounters(counters);
+    for (const auto& [k, v] : counters) {
+      if (k == name) return v;
+    }
+    ADD_FAILURE() << "no counter " << name;
+    return 0;
+  }
+
+  std::string Dev(const std::string& rel) const { return absl::StrCat(base_, "/dev/", rel); }
+  std::string Run(const std::string& rel) const { return absl::StrCat(base_, "/run/", rel); }
+
+  std::optional<FakeSysfs> sys_;
+  std::string base_;
+  std::unique_ptr<io::Reactor> reactor_;
+  FakeModules modules_;
+  std::unique_ptr<UdevRulesHandler> handler_;
+  int listener_ = -1;
+};
+
+TEST_F(UdevRulesHandlerTest, NodeOwnerModeLinksDatabaseAndAnnouncement) {
+  Rules("50-board.rules",
+        "KERNEL==\"ttyUSB0\", OWNER=\"modem\", GROUP=\"dialout\", MODE=\"0640\", "
+        "SYMLINK+=\"modem gps/primary\", ENV{ID_BOARD_ROLE}=\"modem\", TAG+=\"board\"\n");
+  AddTty("ttyUSB0", 0);
+  MakeHandler();
+  Handle(TtyEvent("add", "ttyUSB0", 0, 10));
+  struct stat st;
+  ASSERT_EQ(::lstat(Dev("ttyUSB0").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(st.st_uid, 1000u);
+  EXPECT_EQ(st.st_gid, 20u);
+  EXPECT_EQ(Readlink(Dev("modem")), "ttyUSB0");
+  EXPECT_EQ(Readlink(Dev("gps/primary")), "../ttyUSB0");
+  EXPECT_EQ(Readlink(Dev("char/188:0")), "../ttyUSB0");
+  // The claims, as udevd 252 writes them.
+  EXPECT_EQ(Readlink(Run("links/modem/c188:0")), "0:/dev/ttyUSB0");
+  EXPECT_EQ(Readlink(Run("links/gps\\x2fprimary/c188:0")), "0:/dev/ttyUSB0");
+  EXPECT_EQ(WithoutInit(ReadFile(Run("data/c188:0"))),
+            "S:modem\nS:gps/primary\nE:ID_BOARD_ROLE=modem\nG:board\nQ:board\nV:1\n");
+  EXPECT_THAT(ReadFile(Run("data/c188:0")), HasSubstr("\nI:"));
+  EXPECT_TRUE(Exists(Run("tags/board/c188:0")));
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0].at("ACTION"), "add");
+  EXPECT_EQ(announced[0].at("DEVNAME"), "/dev/ttyUSB0");
+  EXPECT_EQ(announced[0].at("ID_BOARD_ROLE"), "modem");
+  EXPECT_EQ(announced[0].at("DEVLINKS"), "/dev/modem /dev/gps/primary");
+  EXPECT_EQ(announced[0].at("TAGS"), ":board:");
+  EXPECT_EQ(announced[0].at("CURRENT_TAGS"), ":board:");
+  EXPECT_EQ(announced[0].count("USEC_INITIALIZED"), 1u);
+
+  // A change keeps the initialization time; remove takes the links, the claims, the tags and the
+  // entry (and, on a dev root that is no devtmpfs, the node this stage may have made).
+  const std::string init = ReadFile(Run("data/c188:0"));
+  Handle(TtyEvent("change", "ttyUSB0", 0, 11));
+  EXPECT_EQ(ReadFile(Run("data/c188:0")), init);
+  Handle(TtyEvent("remove", "ttyUSB0", 0, 12));
+  EXPECT_FALSE(Exists(Dev("modem")));
+  EXPECT_FALSE(Exists(Dev("gps"))) << "empty link directories go too";
+  EXPECT_FALSE(Exists(Dev("char/188:0")));
+  EXPECT_FALSE(Exists(Run("links/modem/c188:0")));
+  EXPECT_FALSE(Exists(Run("data/c188:0")));
+  EXPECT_FALSE(Exists(Run("tags/board/c188:0")));
+  EXPECT_FALSE(Exists(Dev("ttyUSB0")));
+  const auto after = Announcements();
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[1].at("ACTION"), "remove");
+  EXPECT_EQ(after[1].at("ID_BOARD_ROLE"), "modem") << "remove carries what the database had";
+  EXPECT_EQ(Counter("udevrules_db_removed"), 1u);
+}
+
+// Two devices claim one link: the higher link_priority wins; on a tie the device being added
+// takes it; when the owner goes, the link falls back to the other claim, and with no claim
+// left it is removed.
+TEST_F(UdevRulesHandlerTest, TwoDevicesClaimOneLink) {
+  Rules("50-gps.rules",
+        "SUBSYSTEM==\"tty\", KERNEL==\"ttyUSB*\", SYMLINK+=\"gps\"\n"
+        "KERNEL==\"ttyUSB1\", OPTIONS+=\"link_priority=10\"\n");
+  AddTty("ttyUSB0", 0);
+  AddTty("ttyUSB1", 1);
+  AddTty("ttyUSB2", 2);
+  MakeHandler();
+  Handle(TtyEvent("add", "ttyUSB1", 1, 1));
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB1");
+  Handle(TtyEvent("add", "ttyUSB0", 0, 2));
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB1") << "priority 10 beats 0";
+  EXPECT_EQ(Readlink(Run("links/gps/c188:1")), "10:/dev/ttyUSB1");
+  EXPECT_THAT(ReadFile(Run("data/c188:1")), HasSubstr("S:gps\nL:10\n"));
+  Handle(TtyEvent("add", "ttyUSB2", 2, 3));
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB1");
+  Handle(TtyEvent("remove", "ttyUSB1", 1, 4));
+  // ttyUSB0 and ttyUSB2 tie at 0: the first claim by name.
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB0");
+  Handle(TtyEvent("change", "ttyUSB2", 2, 5));
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB2") << "on a tie the device being handled takes it";
+  Handle(TtyEvent("remove", "ttyUSB2", 2, 6));
+  EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB0");
+  Handle(TtyEvent("remove", "ttyUSB0", 0, 7));
+  EXPECT_FALSE(Exists(Dev("gps")));
+  EXPECT_EQ(Counter("udevrules_links_removed"), 1u);
+}
+
+// A link that is a node or a file is never replaced; a link that would leave /dev is refused.
+TEST_F(UdevRulesHandlerTest, LinksNeverReplaceANodeNorLeaveTheDevRoot) {
+  Rules("50-bad.rules", "KERNEL==\"ttyUSB0\", SYMLINK+=\"ttyS9 ../outside x/../../y $env{EVIL}\"\n");
+  AddTty("ttyUSB0", 0);
+  ASSERT_EQ(::mknod(Dev("ttyS9").c_str(), S_IFCHR | 0600, makedev(4, 73)), 0);
+  MakeHandler();
+  Event e = TtyEvent("add", "ttyUSB0", 0, 1);
+  e.env.emplace_back("EVIL", "../../etc/passwd");
+  Handle(e);
+  struct stat st;
+  ASSERT_EQ(::lstat(Dev("ttyS9").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the node of another device stays";
+  EXPECT_FALSE(Exists(base_ + "/outside"));
+  EXPECT_FALSE(Exists(base_ + "/y"));
+  EXPECT_FALSE(Exists(base_ + "/etc/passwd.lnk"));
+  EXPECT_EQ(ReadFile(base_ + "/etc/passwd").substr(0, 4), "root");
+  EXPECT_GE(Counter("udevrules_links_refused"), 3u);
+}
+
+TEST_F(UdevRulesHandlerTest, RunProgramsInOrderWithTheDevicesEnvironment) {
+  testing::HandlerRecorder recorder;
+  const std::string script = base_ + "/env.sh";
+  WriteFile(script, absl::StrCat("#!/bin/sh\necho \"$1 $ID_BOARD_ROLE $DEVNAME $DEVLINKS $SEQNUM\" >> ", base_,
+                                 "/env.log\n"));
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  Rules("50-run.rules",
+        absl::StrCat("KERNEL==\"ttyUSB0\", ENV{ID_BOARD_ROLE}=\"console\", SYMLINK+=\"console0\", RUN+=\"",
+                     recorder.handler(), " first\"\n",
+                     "KERNEL==\"ttyUSB0\", RUN+=\"", script, " second;rm -rf /\"\n",
+                     "KERNEL==\"ttyUSB0\", RUN+=\"", recorder.handler(), " third\"\n"));
+  AddTty("ttyUSB0", 0);
+  MakeHandler();
+  Handle(TtyEvent("add", "ttyUSB0", 0, 42));
+  const std::vector<testing::HandlerRun> runs = recorder.Runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].subsystem, "first");
+  EXPECT_EQ(runs[1].subsystem, "third");
+  EXPECT_EQ(runs[0].seqnum, "42");
+  EXPECT_THAT(runs[0].env_keys, HasSubstr("DEVLINKS"));
+  EXPECT_THAT(runs[0].env_keys, HasSubstr("USEC_INITIALIZED"));
+  EXPECT_LE(runs[0].end, runs[1].start) << "one after the other";
+  // No shell: ';' and what follows are the program's argument.
+  EXPECT_EQ(ReadFile(base_ + "/env.log"), "second;rm console /dev/ttyUSB0 /dev/console0 42\n");
+  // RUN comes after the database write: the entry existed when the programs ran.
+  EXPECT_TRUE(Exists(Run("data/c188:0")));
+  EXPECT_EQ(Counter("udevrules_run_programs"), 3u);
+  EXPECT_EQ(Counter("udevrules_run_failed"), 0u);
+}
+
+TEST_F(UdevRulesHandlerTest, AHangingRunIsKilledAtEventTimeout) {
+  testing::HandlerRecorder recorder;
+  Rules("50-hang.rules", absl::StrCat("KERNEL==\"ttyUSB0\", ENV{HANG}=\"stubborn\", RUN+=\"", recorder.handler(),
+                                      " hang\"\n"));
+  AddTty("ttyUSB0", 0);
+  MakeHandler(absl::Milliseconds(300));
+  Handle(TtyEvent("add", "ttyUSB0", 0, 1));
+  EXPECT_EQ(Counter("udevrules_run_timed_out"), 1u);
+  // Announced all the same, after the kill.
+  EXPECT_EQ(Announcements().size(), 1u);
+}
+
+TEST_F(UdevRulesHandlerTest, KmodLoadGoesThroughTheModulesStage) {
+  Rules("80-drivers.rules",
+        "ACTION!=\"add\", GOTO=\"drivers_end\"\n"
+        "ENV{MODALIAS}==\"?*\", RUN{builtin}+=\"kmod load $env{MODALIAS}\"\n"
+        "LABEL=\"drivers_end\"\n");
+  ASSERT_TRUE(sys_->AddDevice({.devpath = "/devices/pci0000:00/0000:00:03.0", .subsystem = "pci",
+                               .kind = FakeSysfs::Kind::kBus}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> e = testing::MakeUevent("add", "/devices/pci0000:00/0000:00:03.0", "pci", 1,
+                                                {{"MODALIAS", "pci:v00008086d0000100Esv*"}});
+  ASSERT_TRUE(e.ok());
+  Handle(*e);
+  EXPECT_THAT(modules_.asked, ElementsAre("pci:v00008086d0000100Esv*"));
+  e->action = "change";
+  Handle(*e);
+  EXPECT_EQ(modules_.asked.size(), 1u);
+  EXPECT_EQ(Counter("udevrules_kmod_loads"), 1u);
+}
+
+TEST_F(UdevRulesHandlerTest, StaticNodesGetTheirPermissionsAndTagsAtStart) {
+  Rules("50-static.rules",
+        "SUBSYSTEM==\"misc\", KERNEL==\"fuse\", OPTIONS+=\"static_node=fuse\", GROUP=\"video\", TAG+=\"uaccess\"\n");
+  ASSERT_EQ(::mknod(Dev("fuse").c_str(), S_IFCHR | 0600, makedev(10, 229)), 0);
+  MakeHandler();
+  struct stat st;
+  ASSERT_EQ(::lstat(Dev("fuse").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 44u);
+  EXPECT_EQ(st.st_mode & 07777, 0660u) << "a group without a mode means 0660";
+  EXPECT_EQ(Readlink(Run("static_node-tags/uaccess/fuse")), "/dev/fuse");
+}
+
+TEST_F(UdevRulesHandlerTest, ReloadKeepsTheGoodRulesOfABrokenFile) {
+  Rules("50-a.rules", "KERNEL==\"ttyUSB0\", SYMLINK+=\"first\"\n");
+  AddTty("ttyUSB0", 0);
+  MakeHandler();
+  Handle(TtyEvent("add", "ttyUSB0", 0, 1));
+  EXPECT_EQ(Readlink(Dev("first")), "ttyUSB0");
+  Rules("50-a.rules",
+        "KERNEL==\"ttyUSB0\", SYMLINK+=\"second\"\n"
+        "KERNEL==\"ttyUSB0\", BOGUS=\"x\"\n");
+  EXPECT_TRUE(handler_->Reload().ok());
+  EXPECT_EQ(Counter("udevrules_rule_problems"), 1u);
+  Handle(TtyEvent("change", "ttyUSB0", 0, 2));
+  EXPECT_FALSE(Exists(Dev("first"))) << "a link the device no longer has goes";
+  EXPECT_EQ(Readlink(Dev("second")), "ttyUSB0");
+  EXPECT_EQ(Counter("udevrules_reloads"), 1u);
+}
+
+// NAME on an interface: the announcement and the database carry the new name (the rename
+// itself is rtnetlink's, tested in io/rtnetlink_test).
+TEST_F(UdevRulesHandlerTest, NetworkNameGoesIntoTheDevice) {
+  Rules("70-names.rules", "SUBSYSTEM==\"net\", ACTION==\"add\", ATTR{address}==\"52:54:00:12:34:56\", NAME=\"lan0\"\n");
+  ASSERT_TRUE(sys_->AddDevice({.devpath = "/devices/virtual/net/eth7",
+                               .subsystem = "net",
+                               .uevent = {{"INTERFACE", "eth7"}, {"IFINDEX", "7"}},
+                               .attributes = {{"address", "52:54:00:12:34:56\n"}}}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> e = testing::MakeUevent("add", "/devices/virtual/net/eth7", "net", 1,
+                                                {{"INTERFACE", "eth7"}, {"IFINDEX", "7"}});
+  ASSERT_TRUE(e.ok());
+  Handle(*e);
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0].at("INTERFACE"), "lan0");
+  EXPECT_EQ(announced[0].at("DEVPATH"), "/devices/virtual/net/lan0");
+  EXPECT_EQ(Counter("udevrules_renamed"), 1u);
+  EXPECT_TRUE(Exists(Run("data/n7")));
+}
+
+// IMPORT{builtin} runs udev's builtins by name: path_id answers from sysfs; hwdb without a
+// hwdb.bin fails, and a failed import makes its rule not match.
+TEST_F(UdevRulesHandlerTest, ImportBuiltinRunsTheBuiltinsAndAFailureDoesNotMatch) {
+  Rules("60-ids.rules",
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"path_id\"\n"
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"hwdb\", ENV{HWDB_SEEN}=\"1\"\n"
+        "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"nosuch\", ENV{NOSUCH_SEEN}=\"1\"\n");
+  ASSERT_TRUE(sys_->AddDevice({.devpath = "/devices/pci0000:00/0000:00:03.0", .subsystem = "pci",
+                               .kind = FakeSysfs::Kind::kBus}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> e = testing::MakeUevent("add", "/devices/pci0000:00/0000:00:03.0", "pci", 1, {});
+  ASSERT_TRUE(e.ok());
+  Handle(*e);
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0].count("ID_PATH") ? announced[0].at("ID_PATH") : "", "pci-0000:00:03.0");
+  EXPECT_EQ(announced[0].count("HWDB_SEEN"), 0u);
+  EXPECT_EQ(announced[0].count("NOSUCH_SEEN"), 0u);
+}
+
+}  // namespace
+}  // namespace hotring::hotplug::udevrules
