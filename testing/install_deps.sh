@@ -17,11 +17,11 @@ case "${1:-}" in
   *) echo "install_deps.sh: unknown option $1 (--all installs what the tests need too)" >&2; exit 2 ;;
 esac
 
-# The main job: the static binary (bazel build //:hotring: liburing and Abseil's archives; `file`
-# checks that it is static), then the boot demo: Debian's kernel and its modules, the guest, the
+# The main job: the static binary (bazel build //:hotring: the archives of liburing, Abseil and
+# libblkid; `file` checks that it is static), then the boot demo: Debian's kernel and its modules, the guest, the
 # image tools (mkimage.sh: depmod, cpio, zstd; mkdisk.sh: mkfs.ext4) and busybox for the marker
 # root.
-pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev file"
+pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libblkid-dev file"
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
 if [ "$all" = 1 ]; then
   # The unit tests (GoogleTest, GoogleMock).
@@ -53,7 +53,7 @@ update=""
 if [ "$all" = 1 ]; then
   for arch in arm64 armhf; do
     dpkg --print-foreign-architectures | grep -qx "$arch" || { dpkg --add-architecture "$arch"; update=1; }
-    pkgs="$pkgs libabsl-dev:$arch libgtest-dev:$arch libgmock-dev:$arch liburing2:$arch"
+    pkgs="$pkgs libabsl-dev:$arch libblkid-dev:$arch libgtest-dev:$arch libgmock-dev:$arch liburing2:$arch"
   done
   pkgs="$pkgs g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-system-arm"
 fi

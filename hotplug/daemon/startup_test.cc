@@ -1,12 +1,10 @@
-// A daemon and a client started at the same moment, as every init script does it: the client
-// must be answered as soon as the daemon serves, not a retransmit period later (a send that
-// found no socket bound used to wait 1 s for a reply that could not come).
-//
-// The bound is on what the client adds after the daemon said it serves, and it is half the
-// retransmit period (500 ms): the stall was a whole period, while the client's backoff is at
-// most 50 ms. How long either side takes to run depends on the machine's load (idle, a few ms:
-// `hotring bench startup`; up to 122 ms in an emulated guest on a loaded host), so the figure
-// itself is the benchmark's.
+// A daemon and a client started at the same moment, as every init script does it, 200 times:
+// every client is answered and exits 0, every daemon exits 0 on SIGTERM. That the answer comes
+// without a retransmit period's stall (a send that found no socket bound used to wait 1 s for a
+// reply that could not come) is the retry schedule's, tested without a clock in
+// hotplug/client/retry_schedule_test.cc (OnlyAQueuedSendWaitsForAReply,
+// ADaemonThatAppearsLateIsReachedWithinOneBackoff); how long a start takes is
+// `hotring bench startup`'s figure, never an assertion here: it depends on the machine's load.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,7 +60,7 @@ struct Start {
   absl::Duration answered;  // launch -> the client exited with its answer
 };
 
-TEST(StartupTest, AClientStartedWithTheDaemonIsAnsweredWithinHalfARetransmitPeriodOfItsReadiness) {
+TEST(StartupTest, EveryClientStartedWithTheDaemonIsAnswered) {
   const std::string binary = testing::HotringBinary();
   constexpr int kStarts = 200;
   std::vector<Start> starts;
@@ -111,17 +109,6 @@ TEST(StartupTest, AClientStartedWithTheDaemonIsAnsweredWithinHalfARetransmitPeri
             << " ms, p90 " << ms(answered[kStarts * 9 / 10]) << " ms, max " << ms(answered.back())
             << " ms; answer after ready: median " << ms(late[kStarts / 2]) << " ms, max "
             << ms(late.back()) << " ms\n";
-#ifdef HOTRING_SANITIZER_BUILD
-  // A sanitized client's own start-up (shadow memory, runtime init) takes longer than the bound
-  // on this machine, so the bound would time the sanitizer, not the retry schedule.
-  GTEST_SKIP() << "time bound not checked in a sanitizer build; all " << kStarts
-               << " starts answered";
-#endif
-  for (int i = 0; i < kStarts; ++i) {
-    EXPECT_LE(starts[i].answered - starts[i].ready, absl::Milliseconds(500))
-        << "start " << i << ": answered " << ms(starts[i].answered)
-        << " ms after the launch, the daemon ready after " << ms(starts[i].ready) << " ms";
-  }
 }
 
 }  // namespace
