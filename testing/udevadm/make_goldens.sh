@@ -7,7 +7,8 @@
 # exit status as golden/NAME.out and golden/NAME.exit. compare_test.sh runs hotring's udevadm on
 # the same snippets. Nothing of the host changes.
 #
-#   sh testing/udevadm/make_goldens.sh        (as root, on Debian 12)
+#   sh testing/udevadm/make_goldens.sh [--keep-database]   (as root, on Debian 12)
+# --keep-database reuses fixtures/database (its udevadm test runs take minutes).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -30,7 +31,11 @@ PRISTINE="$WORK/pristine"
 DATA="$here"
 . "$here/namespace.sh"
 
+keep_database=0
+[ "${1:-}" = --keep-database ] && [ -s "$here/fixtures/database" ] && keep_database=1
+
 # The database, made by udevd's own rules.
+if [ $keep_database = 0 ]; then
 : > "$WORK/empty"
 FIXTURE="$WORK/empty"
 run_case '
@@ -54,13 +59,14 @@ for f in $(cd /run/udev && find tags -type f | sort); do echo "== $f"; done
 mkdir -p "$here/fixtures"
 { echo "# udevadm test --action=add of every device (udev $version); testing/udevadm/make_goldens.sh made this"
   cat "$WORK/database"; } > "$here/fixtures/database"
+fi
 
 FIXTURE="$here/fixtures/database"
 rm -rf "$here/golden"
 mkdir -p "$here/golden"
 grep -v '^#' "$here/cases" | while IFS="	" read -r name snippet; do
   [ -n "$name" ] || continue
-  run_case "$snippet" "$here/golden/$name.out"
+  run_case "$snippet" "$here/golden/$name.out" < /dev/null
   mv "$here/golden/$name.out.exit" "$here/golden/$name.exit"
   rm -f "$here/golden/$name.out.err"
 done

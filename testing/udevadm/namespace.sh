@@ -2,8 +2,8 @@
 # lay out one run inside a private mount namespace: TREE (the comparison tree, a fresh copy per
 # run) over /sys, a tmpfs over /run whose /run/udev holds the database of FIXTURE (its "== ID MODE"
 # sections; "== tags/TAG/ID" for the tag index), a tmpfs over /dev with /dev/null, every
-# device's node (root 0600, as devtmpfs makes them) and the database's links. Nothing of the
-# host changes.
+# device's node (root 0600, as devtmpfs makes them) and the database's links (lay_out.py, one
+# process: a process per device is minutes on a busy machine). Nothing of the host changes.
 namespace_setup() {
   cat <<SCRIPT
 set -e
@@ -12,30 +12,7 @@ mount -t tmpfs tmpfs /run
 mkdir -p /run/udev
 mount -t tmpfs tmpfs /dev
 mknod -m 0666 /dev/null c 1 3
-mkdir -p /run/udev/data
-awk '
-  /^== tags\// { f = "/run/udev/" substr(\$2, 1); system("mkdir -p \$(dirname " f ")"); printf "" > f; close(f); f = ""; next }
-  /^== / { if (f != "") close(f); f = "/run/udev/data/" \$2; mode[f] = \$3; printf "" > f; next }
-  f != "" { print > f }
-  END { for (f in mode) system("chmod " mode[f] " " f) }
-' "$FIXTURE"
-for uevent in \$(find /sys/devices -name uevent); do
-  dir=\$(dirname "\$uevent")
-  major=\$(sed -n 's/^MAJOR=//p' "\$uevent"); minor=\$(sed -n 's/^MINOR=//p' "\$uevent")
-  name=\$(sed -n 's/^DEVNAME=//p' "\$uevent")
-  [ -n "\$major" ] && [ -n "\$name" ] || continue
-  kind=c
-  case "\$(readlink "\$dir/subsystem")" in */block) kind=b ;; esac
-  mkdir -p "/dev/\$(dirname "\$name")"
-  mknod -m 0600 "/dev/\$name" \$kind "\$major" "\$minor"
-  id="\$kind\$major:\$minor"
-  if [ -f "/run/udev/data/\$id" ]; then
-    for link in \$(sed -n 's/^S://p' "/run/udev/data/\$id"); do
-      mkdir -p "/dev/\$(dirname "\$link")"
-      ln -sfn "\$(realpath -m --relative-to="/dev/\$(dirname "\$link")" "/dev/\$name")" "/dev/\$link"
-    done
-  fi
-done
+python3 "$DATA/lay_out.py" "$FIXTURE"
 export SYSTEMD_DEVICE_VERIFY_SYSFS=0
 set +e
 SCRIPT

@@ -125,7 +125,7 @@ absl::StatusOr<std::unique_ptr<UdevDevice>> UdevDevice::FromSyspath(const Roots&
     absl::string_view r(real);
     if (!PathStartsWith(r, real_root)) return absl::NotFoundError("No such device");
     logical = absl::StrCat("/sys", r.substr(strlen(real_root)));
-    if (absl::StartsWith(logical, "/sys/devices/")) {
+    if (absl::StartsWith(logical, "/sys/devices/") || logical == "/sys/devices") {
       if (access(roots.Map(absl::StrCat(logical, "/uevent")).c_str(), F_OK) != 0) {
         return absl::NotFoundError("No such device");
       }

@@ -108,7 +108,6 @@ bool SkipAttribute(absl::string_view name) {
 }
 
 void PrintAttributes(UdevDevice& device, bool parent) {
-  if (parent) std::printf("\n");
   std::printf("  looking at %sdevice '%s':\n", parent ? "parent " : "",
               std::string(device.devpath()).c_str());
   std::printf("    %s==\"%s\"\n", parent ? "KERNELS" : "KERNEL", device.Sysname().c_str());
@@ -135,6 +134,7 @@ void PrintAttributes(UdevDevice& device, bool parent) {
   for (const auto& [name, value] : attrs) {
     std::printf("    %s{%s}==\"%s\"\n", parent ? "ATTRS" : "ATTR", name.c_str(), value.c_str());
   }
+  std::printf("\n");
 }
 
 void PrintDeviceChain(UdevDevice& device) {
@@ -233,20 +233,51 @@ void CleanupDir(int dir_fd, mode_t keep, int depth) {
   }
 }
 
+// Removes the index entries (links/NAME/ID, tags/TAG/ID) whose device kept no database entry,
+// and the directories left empty: a db_persist device keeps its links and tags, as in 252.
+void CleanupIndexDir(int dir_fd, int data_fd) {
+  DIR* dir = fdopendir(dup(dir_fd));
+  if (dir == nullptr) return;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    names.emplace_back(e->d_name);
+  }
+  closedir(dir);
+  for (const std::string& name : names) {
+    struct stat st;
+    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      const int sub = openat(dir_fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (sub >= 0) {
+        CleanupIndexDir(sub, data_fd);
+        close(sub);
+      }
+      unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR);  // fails while it still holds entries
+    } else if (data_fd < 0 || faccessat(data_fd, name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+      unlinkat(dir_fd, name.c_str(), 0);
+    }
+  }
+}
+
 void CleanupDb(const Roots& roots) {
+  const int data_fd = open(roots.Map("/run/udev/data").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (data_fd >= 0) CleanupDir(data_fd, S_ISVTX, 1);
+  for (const char* index : {"/run/udev/links", "/run/udev/tags"}) {
+    const int fd = open(roots.Map(index).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    CleanupIndexDir(fd, data_fd);
+    close(fd);
+  }
+  if (data_fd >= 0) close(data_fd);
   const struct {
     const char* dir;
-    mode_t keep;
     int depth;
-  } kDirs[] = {{"/run/udev/data", S_ISVTX, 1},
-               {"/run/udev/links", 0, 2},
-               {"/run/udev/tags", 0, 2},
-               {"/run/udev/static_node-tags", 0, 2},
-               {"/run/udev/watch", 0, 1}};
+  } kDirs[] = {{"/run/udev/static_node-tags", 2}, {"/run/udev/watch", 1}};
   for (const auto& d : kDirs) {
     const int fd = open(roots.Map(d.dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) continue;
-    CleanupDir(fd, d.keep, d.depth);
+    CleanupDir(fd, 0, d.depth);
     close(fd);
   }
 }
@@ -376,10 +407,7 @@ int InfoVerb(const std::vector<std::string>& args) {
       }
       return StatDevice(options);
     case Action::kExport:
-      if (!options.devices.empty()) {
-        return Fail("info", "Positional arguments are not allowed with -e/--export-db.");
-      }
-      return ExportDb(roots);
+      return ExportDb(roots);  // 252 ignores devices named with it
     case Action::kCleanupDb:
       if (!options.devices.empty()) {
         return Fail("info", "Positional arguments are not allowed with -c/--cleanup-db.");
