@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "hotplug/udev/builtin_registry.h"
 
@@ -112,11 +113,11 @@ absl::Status RunProgramCaptured(const std::string& program, absl::Span<const std
     ::_exit(127);
   }
   ::close(pipefd[1]);
-  const absl::Time deadline = absl::Now() + timeout;
+  const MonoTime deadline = MonoNow() + timeout;
   bool timed_out = false;
   char buf[4096];
   for (;;) {
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = Since(MonoNow(), deadline);
     if (left <= absl::ZeroDuration()) {
       timed_out = true;
       break;

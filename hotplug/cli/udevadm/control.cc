@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "hotplug/cli/udevadm/deadline.h"
 #include "hotplug/cli/udevadm/control_protocol.h"
 #include "hotplug/cli/udevadm/verbs.h"
 #include "hotplug/client/client.h"
@@ -214,7 +215,7 @@ int SettleVerb(const std::vector<std::string>& args) {
     return 0;
   }
   const Roots roots = Roots::FromEnvironment();
-  const absl::Time deadline = absl::Now() + timeout;
+  const Deadline deadline(timeout);
   const bool hotring = Exists(std::string(kDefaultSocket));
   if (!hotring) {
     // systemd-udevd: make sure it is not still reading its rules, then watch its queue file.
@@ -229,8 +230,7 @@ int SettleVerb(const std::vector<std::string>& args) {
     if (hotring) {
       // In slices, so that --exit-if-exists is looked at while waiting.
       const absl::Duration slice =
-          exit_if_exists.empty() ? std::max(deadline - absl::Now(), absl::ZeroDuration())
-                                 : std::min(absl::Milliseconds(100), std::max(deadline - absl::Now(), absl::ZeroDuration()));
+          exit_if_exists.empty() ? deadline.Left() : std::min(absl::Milliseconds(100), deadline.Left());
       absl::Status s = Settle(kDefaultSocket, slice);
       if (s.ok()) {
         empty = true;
@@ -241,7 +241,7 @@ int SettleVerb(const std::vector<std::string>& args) {
       empty = !Exists(roots.Map("/run/udev/queue"));
     }
     if (empty) return 0;
-    if (absl::Now() >= deadline) {
+    if (deadline.Passed()) {
       std::fprintf(stderr, "Timeout waiting for udev queue being empty.\n");
       return 1;
     }

@@ -1,3 +1,4 @@
+#include "hotplug/cli/udevadm/deadline.h"
 #include "hotplug/cli/udevadm/control_protocol.h"
 
 #include <poll.h>
@@ -91,9 +92,9 @@ absl::Status SendUdevControl(const std::string& socket_path,
     }
   }
   // The daemon closes the connection once it has handled everything.
-  const absl::Time deadline = absl::Now() + timeout;
+  const Deadline deadline(timeout);
   for (;;) {
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline.Left();
     if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("Connection timed out");
     pollfd p = {fd.get(), POLLIN, 0};
     const int64_t ms = absl::ToInt64Milliseconds(left);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "hotplug/cli/udevadm/deadline.h"
 #include "hotplug/cli/udevadm/device.h"
 #include "hotplug/cli/udevadm/enumerator.h"
 #include "hotplug/cli/udevadm/verbs.h"
@@ -437,9 +438,9 @@ int InfoVerb(const std::vector<std::string>& args) {
       return Fail("info", absl::StrCat("Unknown device \"", name, "\": No such device"));
     }
     if (options.wait_for_initialization) {
-      const absl::Time deadline = absl::Now() + *options.wait_for_initialization;
+      const Deadline deadline(*options.wait_for_initialization);
       while (!(*device)->IsInitialized()) {
-        if (absl::Now() >= deadline) {
+        if (deadline.Passed()) {
           return Fail("info", absl::StrCat("Failed to wait for device \"", name,
                                            "\" to be initialized: Connection timed out"));
         }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "hotplug/cli/udevadm/deadline.h"
 #include "hotplug/cli/udevadm/verbs.h"
 #include "hotplug/client/client.h"
 #include "hotplug/udev/builtin_registry.h"
@@ -278,7 +279,7 @@ int WaitVerb(const std::vector<std::string>& args) {
     }
   }
   const Roots roots = Roots::FromEnvironment();
-  const absl::Time deadline = absl::Now() + timeout;
+  const Deadline deadline(timeout);
   auto ready = [&](const std::string& path) {
     absl::StatusOr<std::unique_ptr<UdevDevice>> device = FindDevice(roots, path, "");
     if (removed) return !device.ok();
@@ -292,7 +293,7 @@ int WaitVerb(const std::vector<std::string>& args) {
     }
     if (all && settle) all = access(roots.Map("/run/udev/queue").c_str(), F_OK) != 0;
     if (all) return 0;
-    if (absl::Now() >= deadline) {
+    if (deadline.Passed()) {
       std::fprintf(stderr, "Timed out for waiting devices being %s.\n",
                    removed ? "removed" : initialized ? "initialized" : "added");
       return 1;

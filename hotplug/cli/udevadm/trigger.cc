@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "hotplug/cli/udevadm/deadline.h"
 #include "hotplug/cli/udevadm/control_protocol.h"
 #include "hotplug/cli/udevadm/enumerator.h"
 #include "hotplug/cli/udevadm/verbs.h"
@@ -67,8 +68,8 @@ std::string NewUuid() {
   unsigned char b[16] = {};
   ssize_t got = getrandom(b, sizeof b, 0);
   if (got != static_cast<ssize_t>(sizeof b)) {
-    // No entropy source: a time-based value still tells our events from others'.
-    const uint64_t t = static_cast<uint64_t>(absl::GetCurrentTimeNanos());
+    // No entropy source: a clock-based value still tells our events from others'.
+    const uint64_t t = static_cast<uint64_t>(MonoNow().time_since_epoch().count());
     for (int i = 0; i < 16; ++i) b[i] = static_cast<unsigned char>((t >> ((i % 8) * 8)) ^ (i * 37) ^ getpid());
   }
   b[6] = (b[6] & 0x0f) | 0x40;
@@ -260,9 +261,9 @@ int TriggerVerb(const std::vector<std::string>& args) {
     filter.parent_match.push_back((*d)->syspath());
   }
   if (wait_daemon) {
-    const absl::Time deadline = absl::Now() + *wait_daemon;
+    const Deadline deadline(*wait_daemon);
     while (!DaemonAnswers()) {
-      if (absl::Now() >= deadline) {
+      if (deadline.Passed()) {
         return Fail("trigger", "Failed to wait for daemon to reply: Connection timed out");
       }
       absl::SleepFor(absl::Milliseconds(50));
