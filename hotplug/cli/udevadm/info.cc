@@ -314,6 +314,47 @@ int PrintTree(const Roots& roots, const std::vector<std::string>& devices) {
   return 0;
 }
 
+// -q and -a for each named device, in order; the first failure ends it.
+int ShowDevices(const Roots& roots, const InfoOptions& options) {
+  if (options.devices.empty()) {
+    return Fail("info", "A device name or path is required");
+  }
+  if (options.action == Action::kAttributeWalk && options.devices.size() > 1) {
+    return Fail("info", "Only one device may be specified with -a/--attribute-walk");
+  }
+  for (const std::string& name : options.devices) {
+    absl::StatusOr<std::unique_ptr<UdevDevice>> device = FindDevice(roots, name, "");
+    if (!device.ok()) {
+      if (absl::IsInvalidArgument(device.status())) {
+        return Fail("info", absl::StrCat("Bad argument \"", name,
+                                         "\", expected an absolute path in /dev/ or /sys/ or a "
+                                         "unit name: Invalid argument"));
+      }
+      return Fail("info", absl::StrCat("Unknown device \"", name, "\": No such device"));
+    }
+    if (options.wait_for_initialization) {
+      const Deadline deadline(*options.wait_for_initialization);
+      while (!(*device)->IsInitialized()) {
+        if (deadline.Passed()) {
+          return Fail("info", absl::StrCat("Failed to wait for device \"", name,
+                                           "\" to be initialized: Connection timed out"));
+        }
+        absl::SleepFor(absl::Milliseconds(50));
+        absl::StatusOr<std::unique_ptr<UdevDevice>> again = FindDevice(roots, name, "");
+        if (again.ok()) device = std::move(again);
+      }
+    }
+    int r = 0;
+    if (options.action == Action::kQuery) {
+      r = QueryDevice(options, **device);
+    } else {
+      PrintDeviceChain(**device);
+    }
+    if (r != 0) return r;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int InfoVerb(const std::vector<std::string>& args) {
@@ -421,43 +462,7 @@ int InfoVerb(const std::vector<std::string>& args) {
     case Action::kAttributeWalk:
       break;
   }
-  if (options.devices.empty()) {
-    return Fail("info", "A device name or path is required");
-  }
-  if (options.action == Action::kAttributeWalk && options.devices.size() > 1) {
-    return Fail("info", "Only one device may be specified with -a/--attribute-walk");
-  }
-  for (const std::string& name : options.devices) {
-    absl::StatusOr<std::unique_ptr<UdevDevice>> device = FindDevice(roots, name, "");
-    if (!device.ok()) {
-      if (absl::IsInvalidArgument(device.status())) {
-        return Fail("info", absl::StrCat("Bad argument \"", name,
-                                         "\", expected an absolute path in /dev/ or /sys/ or a "
-                                         "unit name: Invalid argument"));
-      }
-      return Fail("info", absl::StrCat("Unknown device \"", name, "\": No such device"));
-    }
-    if (options.wait_for_initialization) {
-      const Deadline deadline(*options.wait_for_initialization);
-      while (!(*device)->IsInitialized()) {
-        if (deadline.Passed()) {
-          return Fail("info", absl::StrCat("Failed to wait for device \"", name,
-                                           "\" to be initialized: Connection timed out"));
-        }
-        absl::SleepFor(absl::Milliseconds(50));
-        absl::StatusOr<std::unique_ptr<UdevDevice>> again = FindDevice(roots, name, "");
-        if (again.ok()) device = std::move(again);
-      }
-    }
-    int r = 0;
-    if (options.action == Action::kQuery) {
-      r = QueryDevice(options, **device);
-    } else {
-      PrintDeviceChain(**device);
-    }
-    if (r != 0) return r;
-  }
-  return 0;
+  return ShowDevices(roots, options);
 }
 
 }  // namespace hotring::hotplug::udevadm

@@ -79,22 +79,6 @@ constexpr char kHwdbHelp[] =
     "The sub-command 'hwdb' is deprecated, and is left for backwards compatibility.\n"
     "Please use systemd-hwdb instead.\n";
 
-constexpr const char* kActions[] = {"add", "remove", "change", "move", "online", "offline", "bind", "unbind"};
-
-absl::Status ParseAction(absl::string_view v, std::string* action, bool* help) {
-  if (v == "help") {
-    *help = true;
-    return absl::OkStatus();
-  }
-  for (const char* a : kActions) {
-    if (v == a) {
-      *action = std::string(v);
-      return absl::OkStatus();
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat("Invalid action '", v, "'"));
-}
-
 absl::Status ParseResolveNames(absl::string_view v, udevrules::ResolveNames* out) {
   if (v == "early") {
     *out = udevrules::ResolveNames::kEarly;
@@ -118,7 +102,7 @@ int TestVerb(const std::vector<std::string>& args) {
   FlagSet flags("test", "");
   flags.Bool("--help|-h", &help, "")
       .Switch("--version|-V", "", [] { return absl::CancelledError("version"); })
-      .Value("--action|-a", "ACTION", "", [&](absl::string_view v) { return ParseAction(v, &action, &action_help); })
+      .Value("--action|-a", "ACTION", "", [&](absl::string_view v) { return ParseAction(v, "Invalid action", &action, &action_help); })
       .Value("--resolve-names|-N", "WHEN", "", [&](absl::string_view v) { return ParseResolveNames(v, &resolve); })
       .Positionals(&positionals);
   if (std::optional<int> code = ParseVerbFlags(flags, args)) return *code;
@@ -184,7 +168,7 @@ int TestBuiltinVerb(const std::vector<std::string>& args) {
   FlagSet flags("test-builtin", "");
   flags.Bool("--help|-h", &help, "")
       .Switch("--version|-V", "", [] { return absl::CancelledError("version"); })
-      .Value("--action|-a", "ACTION", "", [&](absl::string_view v) { return ParseAction(v, &action, &action_help); })
+      .Value("--action|-a", "ACTION", "", [&](absl::string_view v) { return ParseAction(v, "Invalid action", &action, &action_help); })
       .Positionals(&positionals);
   if (std::optional<int> code = ParseVerbFlags(flags, args)) return *code;
   if (help) {

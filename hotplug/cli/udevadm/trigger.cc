@@ -61,8 +61,6 @@ constexpr char kTriggerHelp[] =
     "     --prioritized-subsystem=SUBSYSTEM[,SUBSYSTEM\xe2\x80\xa6]\n"
     "                                    Trigger devices from a matching subsystem first\n";
 
-constexpr const char* kActions[] = {"add", "remove", "change", "move", "online", "offline", "bind", "unbind"};
-
 // A random version 4 UUID, as sd_id128_randomize makes it, in the 8-4-4-4-12 form.
 std::string NewUuid() {
   unsigned char b[16] = {};
@@ -142,6 +140,67 @@ bool DaemonAnswers() {
   return PingUdevControl(Roots::FromEnvironment().Map("/run/udev/control"), absl::Milliseconds(200)).ok();
 }
 
+// --type.
+absl::Status ParseType(absl::string_view v, EnumeratorFilter* filter) {
+  if (v == "devices") {
+    filter->type = EnumeratorFilter::Type::kDevices;
+  } else if (v == "subsystems") {
+    filter->type = EnumeratorFilter::Type::kSubsystems;
+  } else if (v == "all") {
+    filter->type = EnumeratorFilter::Type::kAll;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("Unknown type --type=", v));
+  }
+  return absl::OkStatus();
+}
+
+// --attr-match/--attr-nomatch: FILE (it exists) or FILE=VALUE, appended to `dest`.
+auto AttrMatch(std::vector<std::pair<std::string, std::optional<std::string>>>* dest) {
+  return [dest](absl::string_view v) {
+    const size_t eq = v.find('=');
+    if (eq == absl::string_view::npos) {
+      dest->emplace_back(std::string(v), std::nullopt);
+    } else {
+      dest->emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
+    }
+    return absl::OkStatus();
+  };
+}
+
+// What trigger does with each device it found.
+struct TriggerWrite {
+  const std::string& action;
+  bool verbose, dry_run, quiet, uuid, settle;
+};
+
+// Writes the action (and a fresh UUID when asked for or settling) into each device's uevent
+// file, as 252 does: 1 after a failure other than a vanished device, -1 on a read-only sysfs
+// (252 stops there).
+int WriteEvents(const Roots& roots, const std::vector<std::unique_ptr<UdevDevice>>& devices,
+                const TriggerWrite& w, std::vector<std::string>* uuids) {
+  int ret = 0;
+  for (const std::unique_ptr<UdevDevice>& d : devices) {
+    if (w.verbose) std::printf("%s\n", d->syspath().c_str());
+    if (w.dry_run) continue;
+    std::string id;
+    if (w.uuid || w.settle) id = NewUuid();
+    const int r = WriteUevent(roots, d->syspath(), id.empty() ? w.action : absl::StrCat(w.action, " ", id));
+    if (r < 0) {
+      const bool ignore = r == -ENOENT || r == -ENODEV;
+      if (!w.quiet && !ignore) {
+        std::fprintf(stderr, "%s: Failed to write '%s' to '%s/uevent': %s\n", d->Sysname().c_str(),
+                     w.action.c_str(), d->syspath().c_str(), strerror(-r));
+      }
+      if (r == -EROFS) return -1;
+      if (ret == 0 && !ignore) ret = 1;
+      continue;
+    }
+    if (w.uuid) std::printf("%s\n", id.c_str());
+    if (w.settle) uuids->push_back(id);
+  }
+  return ret;
+}
+
 }  // namespace
 
 int TriggerVerb(const std::vector<std::string>& args) {
@@ -152,53 +211,18 @@ int TriggerVerb(const std::vector<std::string>& args) {
   std::optional<absl::Duration> wait_daemon;
   std::vector<std::string> positionals, names, parents;
   FlagSet flags("trigger", "");
-  auto attr = [](std::vector<std::pair<std::string, std::optional<std::string>>>* dest) {
-    return [dest](absl::string_view v) {
-      const size_t eq = v.find('=');
-      if (eq == absl::string_view::npos) {
-        dest->emplace_back(std::string(v), std::nullopt);
-      } else {
-        dest->emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
-      }
-      return absl::OkStatus();
-    };
-  };
   flags.Bool("--help|-h", &help, "")
       .Switch("--version|-V", "", [] { return absl::CancelledError("version"); })
       .Bool("--verbose|-v", &verbose, "")
       .Bool("--dry-run|-n", &dry_run, "")
       .Bool("--quiet|-q", &quiet, "")
-      .Value("--type|-t", "TYPE", "",
-             [&](absl::string_view v) {
-               if (v == "devices") {
-                 filter.type = EnumeratorFilter::Type::kDevices;
-               } else if (v == "subsystems") {
-                 filter.type = EnumeratorFilter::Type::kSubsystems;
-               } else if (v == "all") {
-                 filter.type = EnumeratorFilter::Type::kAll;
-               } else {
-                 return absl::InvalidArgumentError(absl::StrCat("Unknown type --type=", v));
-               }
-               return absl::OkStatus();
-             })
+      .Value("--type|-t", "TYPE", "", [&](absl::string_view v) { return ParseType(v, &filter); })
       .Value("--action|-c", "ACTION", "",
-             [&](absl::string_view v) {
-               if (v == "help") {
-                 action_help = true;
-                 return absl::OkStatus();
-               }
-               for (const char* a : kActions) {
-                 if (v == a) {
-                   action = std::string(v);
-                   return absl::OkStatus();
-                 }
-               }
-               return absl::InvalidArgumentError(absl::StrCat("Unknown action '", v, "'"));
-             })
+             [&](absl::string_view v) { return ParseAction(v, "Unknown action", &action, &action_help); })
       .Strings("--subsystem-match|-s", "SUBSYSTEM", &filter.subsystem_match, "")
       .Strings("--subsystem-nomatch|-S", "SUBSYSTEM", &filter.subsystem_nomatch, "")
-      .Value("--attr-match|-a", "FILE[=VALUE]", "", attr(&filter.attr_match))
-      .Value("--attr-nomatch|-A", "FILE[=VALUE]", "", attr(&filter.attr_nomatch))
+      .Value("--attr-match|-a", "FILE[=VALUE]", "", AttrMatch(&filter.attr_match))
+      .Value("--attr-nomatch|-A", "FILE[=VALUE]", "", AttrMatch(&filter.attr_nomatch))
       .Value("--property-match|-p", "KEY=VALUE", "",
              [&](absl::string_view v) {
                const size_t eq = v.find('=');
@@ -245,20 +269,12 @@ int TriggerVerb(const std::vector<std::string>& args) {
     return 0;
   }
   const Roots roots = Roots::FromEnvironment();
-  for (const std::string& name : names) {
-    absl::StatusOr<std::unique_ptr<UdevDevice>> d = FindDevice(roots, name, "/dev/");
-    if (!d.ok()) return Fail("trigger", absl::StrCat("Failed to open the device '", name, "': No such device"));
-    filter.parent_match.push_back((*d)->syspath());
-  }
-  for (const std::string& name : parents) {
-    absl::StatusOr<std::unique_ptr<UdevDevice>> d = FindDevice(roots, name, "/sys/");
-    if (!d.ok()) return Fail("trigger", absl::StrCat("Failed to open the device '", name, "': No such device"));
-    filter.parent_match.push_back((*d)->syspath());
-  }
-  for (const std::string& name : positionals) {
-    absl::StatusOr<std::unique_ptr<UdevDevice>> d = FindDevice(roots, name, "");
-    if (!d.ok()) return Fail("trigger", absl::StrCat("Failed to open the device '", name, "': No such device"));
-    filter.parent_match.push_back((*d)->syspath());
+  for (const auto& [list, prefix] : {std::pair{&names, "/dev/"}, {&parents, "/sys/"}, {&positionals, ""}}) {
+    for (const std::string& name : *list) {
+      absl::StatusOr<std::unique_ptr<UdevDevice>> d = FindDevice(roots, name, prefix);
+      if (!d.ok()) return Fail("trigger", absl::StrCat("Failed to open the device '", name, "': No such device"));
+      filter.parent_match.push_back((*d)->syspath());
+    }
   }
   if (wait_daemon) {
     const Deadline deadline(*wait_daemon);
@@ -281,27 +297,10 @@ int TriggerVerb(const std::vector<std::string>& args) {
 
   absl::StatusOr<std::vector<std::unique_ptr<UdevDevice>>> devices = EnumerateDevices(roots, filter);
   if (!devices.ok()) return Fail("trigger", absl::StrCat("Failed to scan devices: ", devices.status().message()));
-  int ret = 0;
   std::vector<std::string> uuids;
-  for (const std::unique_ptr<UdevDevice>& d : *devices) {
-    if (verbose) std::printf("%s\n", d->syspath().c_str());
-    if (dry_run) continue;
-    std::string id;
-    if (uuid || settle) id = NewUuid();
-    const int r = WriteUevent(roots, d->syspath(), id.empty() ? action : absl::StrCat(action, " ", id));
-    if (r < 0) {
-      const bool ignore = r == -ENOENT || r == -ENODEV;
-      if (!quiet && !ignore) {
-        std::fprintf(stderr, "%s: Failed to write '%s' to '%s/uevent': %s\n", d->Sysname().c_str(),
-                     action.c_str(), d->syspath().c_str(), strerror(-r));
-      }
-      if (r == -EROFS) return 1;
-      if (ret == 0 && !ignore) ret = 1;
-      continue;
-    }
-    if (uuid) std::printf("%s\n", id.c_str());
-    if (settle) uuids.push_back(id);
-  }
+  int ret = WriteEvents(roots, *devices, {.action = action, .verbose = verbose, .dry_run = dry_run,
+                                          .quiet = quiet, .uuid = uuid, .settle = settle}, &uuids);
+  if (ret < 0) return 1;
   std::fflush(stdout);
   if (settle && !dry_run && !uuids.empty()) {
     int r = 0;

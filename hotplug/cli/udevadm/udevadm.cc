@@ -54,6 +54,20 @@ constexpr Verb kVerbs[] = {
 
 }  // namespace
 
+absl::Status ParseAction(absl::string_view value, absl::string_view unknown, std::string* action, bool* help) {
+  if (value == "help") {
+    *help = true;
+    return absl::OkStatus();
+  }
+  for (const char* a : kActions) {
+    if (value == a) {
+      *action = std::string(value);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(unknown, " '", value, "'"));
+}
+
 int PrintVersion() {
   std::printf("%s\n", kUdevVersion);
   return 0;
@@ -68,7 +82,7 @@ int Fail(absl::string_view verb, absl::string_view message) {
 std::optional<int> ParseVerbFlags(const FlagSet& flags, const std::vector<std::string>& args) {
   absl::StatusOr<FlagsParsed> parsed = flags.Parse(args, stdout);
   if (parsed.ok()) return std::nullopt;
-  if (absl::IsCancelled(parsed.status()) || absl::StrContains(parsed.status().message(), ": version")) {
+  if (absl::IsCancelled(parsed.status()) || absl::EndsWith(parsed.status().message(), " version")) {
     return PrintVersion();
   }
   std::fprintf(stderr, "%s\n", std::string(parsed.status().message()).c_str());

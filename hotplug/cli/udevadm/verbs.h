@@ -39,6 +39,14 @@ int Fail(absl::string_view verb, absl::string_view message);
 absl::StatusOr<std::unique_ptr<UdevDevice>> FindDevice(const Roots& roots, absl::string_view name,
                                                        absl::string_view prefix);
 
+// The actions 252 knows, in its order (`--action=help` lists them).
+inline constexpr const char* kActions[] = {"add",    "remove",  "change", "move",
+                                           "online", "offline", "bind",   "unbind"};
+
+// --action: one of kActions (into *action), or "help" (*help set); otherwise an error of
+// `unknown` ("Unknown action", "Invalid action": the verbs word it differently) and the value.
+absl::Status ParseAction(absl::string_view value, absl::string_view unknown, std::string* action, bool* help);
+
 // The version line: kUdevVersion.
 int PrintVersion();
 
