@@ -82,8 +82,16 @@ absl::Status SendUdevControl(const std::string& socket_path,
     }
     return ErrnoStatus(absl::StrCat("connect ", socket_path), err);
   }
+  // As 252 does (golden control_messages, control_separate): --exit goes alone, without the
+  // end marker, and nothing is waited for: the daemon is going away.
+  bool exit = false;
+  for (const UdevControlMessage& m : messages) exit = exit || m.type == UdevControlType::kExit;
   std::vector<UdevControlMessage> all = messages;
-  all.push_back({.type = UdevControlType::kEndMessages});
+  if (exit) {
+    all = {{.type = UdevControlType::kExit}};
+  } else {
+    all.push_back({.type = UdevControlType::kEndMessages});
+  }
   for (const UdevControlMessage& m : all) {
     absl::StatusOr<std::string> bytes = EncodeUdevControl(m);
     if (!bytes.ok()) return bytes.status();
@@ -91,6 +99,7 @@ absl::Status SendUdevControl(const std::string& socket_path,
       return ErrnoStatus("send");
     }
   }
+  if (exit) return absl::OkStatus();
   // The daemon closes the connection once it has handled everything.
   const Deadline deadline(timeout);
   for (;;) {

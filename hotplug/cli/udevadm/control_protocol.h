@@ -48,8 +48,9 @@ struct UdevControlMessage {
 [[nodiscard]] absl::StatusOr<UdevControlMessage> DecodeUdevControl(absl::string_view bytes);
 
 // Connects to `socket_path`, sends `messages` and END, and waits up to `timeout` for the
-// daemon to hang up. Unavailable when nothing listens there (no daemon); DeadlineExceeded
-// when it did not answer in time.
+// daemon to hang up; with an EXIT among them, sends EXIT alone and does not wait (252 does
+// so). Unavailable when nothing listens there (no daemon); DeadlineExceeded when it did not
+// answer in time.
 absl::Status SendUdevControl(const std::string& socket_path,
                              const std::vector<UdevControlMessage>& messages,
                              absl::Duration timeout);

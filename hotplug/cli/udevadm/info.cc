@@ -205,19 +205,24 @@ int ExportDb(const Roots& roots) {
   return 0;
 }
 
-// Removes what `dir` holds, `depth` levels deep, except entries with a mode bit of `keep`
-// (the database entries of devices whose rules said db_persist carry the sticky bit).
-void CleanupDir(int dir_fd, mode_t keep, int depth) {
-  if (depth <= 0) return;
-  DIR* dir = fdopendir(dup(dir_fd));
-  if (dir == nullptr) return;
+// The names in a directory, without "." and "..".
+std::vector<std::string> DirEntries(int dir_fd) {
   std::vector<std::string> names;
+  DIR* dir = fdopendir(dup(dir_fd));
+  if (dir == nullptr) return names;
   while (dirent* e = readdir(dir)) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     names.emplace_back(e->d_name);
   }
   closedir(dir);
-  for (const std::string& name : names) {
+  return names;
+}
+
+// Removes what `dir` holds, `depth` levels deep, except entries with a mode bit of `keep`
+// (the database entries of devices whose rules said db_persist carry the sticky bit).
+void CleanupDir(int dir_fd, mode_t keep, int depth) {
+  if (depth <= 0) return;
+  for (const std::string& name : DirEntries(dir_fd)) {
     struct stat st;
     if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if ((st.st_mode & keep) != 0) continue;
@@ -237,15 +242,7 @@ void CleanupDir(int dir_fd, mode_t keep, int depth) {
 // Removes the index entries (links/NAME/ID, tags/TAG/ID) whose device kept no database entry,
 // and the directories left empty: a db_persist device keeps its links and tags, as in 252.
 void CleanupIndexDir(int dir_fd, int data_fd) {
-  DIR* dir = fdopendir(dup(dir_fd));
-  if (dir == nullptr) return;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(dir)) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    names.emplace_back(e->d_name);
-  }
-  closedir(dir);
-  for (const std::string& name : names) {
+  for (const std::string& name : DirEntries(dir_fd)) {
     struct stat st;
     if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
