@@ -27,6 +27,7 @@ LAYERS = [
     ["hotplug/rules", "hotplug/modules", "hotplug/udevcompat", "hotplug/udevrules"],
     ["hotplug/daemon", "hotplug/client", "hotplug/coldplug"],
     ["hotplug/boot", "hotplug/replay", "hotplug/bench", "ipc"],
+    ["hotplug/cli/udevadm"],
     ["hotplug/cli"],
     [""],  # the root: main.cc
 ]

@@ -16,6 +16,7 @@
 #include "hotplug/bench/reactor_bench.h"
 #include "hotplug/boot/init.h"
 #include "hotplug/cli/commands.h"
+#include "hotplug/cli/udevadm/udevadm.h"
 #include "hotplug/modules/modprobe_command.h"
 #include "hotplug/replay/replay_command.h"
 #include "ipc/bench_cli.h"
@@ -86,6 +87,8 @@ constexpr Command kCommands[] = {
      "init"},
     {"", "modprobe", "", "kmod's modprobe (also as a program named modprobe)", ModprobeCommand,
      "modprobe"},
+    {"", "udevadm", "VERB", "systemd 252's udevadm (also as a program named udevadm)",
+     udevadm::UdevadmMain, "udevadm"},
     {"", "bench", "NAME", "benchmarks (`hotring bench` lists them)", BenchCommand},
     {"", "selfcheck", "", "probe the kernel's io_uring and report what hotring can use",
      SelfCheckCommand},

@@ -190,4 +190,23 @@ bool SysfsHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out
   return true;
 }
 
+std::string SysfsHost::DeviceId(absl::string_view devpath) {
+  std::string uevent;
+  if (!ReadAttribute(devpath, "uevent", &uevent)) return "";
+  std::string major, minor, ifindex;
+  for (absl::string_view line : absl::StrSplit(uevent, '\n')) {
+    if (absl::ConsumePrefix(&line, "MAJOR=")) major = std::string(line);
+    if (absl::ConsumePrefix(&line, "MINOR=")) minor = std::string(line);
+    if (absl::ConsumePrefix(&line, "IFINDEX=")) ifindex = std::string(line);
+  }
+  std::string subsystem;
+  (void)Subsystem(devpath, &subsystem);
+  if (!major.empty() && !minor.empty()) {
+    return absl::StrCat(subsystem == "block" ? "b" : "c", major, ":", minor);
+  }
+  if (!ifindex.empty()) return absl::StrCat("n", ifindex);
+  const size_t slash = devpath.rfind('/');
+  return absl::StrCat("+", subsystem, ":", devpath.substr(slash + 1));
+}
+
 }  // namespace hotring::hotplug::udevrules

@@ -40,6 +40,9 @@ class SysfsHost : public RuleHost {
   // properties DatabaseProperties adds.
   bool DeviceProperties(absl::string_view devpath, OwnedProperties* out) override;
 
+  // udev's device id of the device at `devpath` (its database file's name); "" when none.
+  [[nodiscard]] std::string DeviceId(absl::string_view devpath);
+
  protected:
   // Another device's database properties, for DeviceProperties (none by default).
   virtual void DatabaseProperties(absl::string_view devpath, OwnedProperties* out) {}

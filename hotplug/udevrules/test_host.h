@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "hotplug/udevrules/local_host.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/sysfs_host.h"
 
@@ -62,9 +63,6 @@ class TestHost final : public SysfsHost {
   // Puts back what attribute writes replaced, so that a tree serves the next test unchanged.
   void RestoreAttributes();
 
-  // udev's device id of the device at `devpath` (its database file's name); "" when none.
-  [[nodiscard]] std::string DeviceId(absl::string_view devpath);
-
  protected:
   void DatabaseProperties(absl::string_view devpath, OwnedProperties* out) override;
 
@@ -75,9 +73,6 @@ class TestHost final : public SysfsHost {
   std::map<std::string, std::string> replaced_;  // path below /sys -> content before the first write
   std::map<std::string, std::string> sysctl_writes_;
 };
-
-// Parses a database file's E:, G:, Q:, S:, L: lines.
-void ParseDatabaseFile(absl::string_view text, DatabaseEntry* out);
 
 }  // namespace hotring::hotplug::udevrules
 
