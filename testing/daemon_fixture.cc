@@ -285,6 +285,16 @@ absl::Status DaemonProcess::Stop(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> DaemonProcess::WaitExit(absl::Duration timeout) {
+  if (!child_.running()) return absl::FailedPreconditionError("daemon not running");
+  const std::optional<int> status = child_.WaitExit(ScaledForEmulation(timeout));
+  if (!status.has_value()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("daemon still running after ", absl::FormatDuration(timeout)));
+  }
+  return ExitCode(*status);
+}
+
 void DaemonProcess::Kill() { child_.Kill(); }
 
 }  // namespace hotring::testing

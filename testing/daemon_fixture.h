@@ -123,6 +123,9 @@ class DaemonProcess {
   absl::Status SettleWhileProgressing(absl::Duration stall = absl::Seconds(60)) const;
   // SIGTERM and wait (up to `timeout`, scaled) for a clean exit; the exit code must be 0.
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
+  // Waits (up to `timeout`, scaled) for an exit something else asked for: its exit code (128 +
+  // signal when killed); DeadlineExceeded while it still runs.
+  absl::StatusOr<int> WaitExit(absl::Duration timeout = absl::Seconds(30));
   // SIGKILL and reap.
   void Kill();
   [[nodiscard]] bool running() const { return child_.running(); }

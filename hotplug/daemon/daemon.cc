@@ -1,8 +1,10 @@
 #include "hotplug/daemon/daemon.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -82,6 +84,7 @@ Daemon::~Daemon() {
   workers_.CancelAll();
   services_.CancelAll();
   control_.reset();
+  udev_control_.reset();
   netlink_.reset();
   // The handler's own tasks (module loads) await on the reactor: they go before it does.
   handler_.reset();
@@ -127,6 +130,21 @@ absl::Status Daemon::Init() {
                                       *this, services_));
     settling_->SetNetlinkFd(netlink_->fd());
   }
+  if (!options_.udev_queue.empty()) {
+    const size_t slash = options_.udev_queue.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      const std::string dir = options_.udev_queue.substr(0, slash);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoStatus(absl::StrCat("mkdir(", dir, ")"));
+      }
+    }
+    udev_queue_.emplace(options_.udev_queue);
+  }
+  if (!options_.udev_control.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(udev_control_,
+                             UdevControlServer::Bind(*reactor_, options_.udev_control, *this));
+    if (netlink_ != nullptr) udev_control_->SetNetlinkFd(netlink_->fd());
+  }
   // Inherited but not used (--no-netlink): not kept open for nothing.
   options_.netlink_fd.Reset();
   if (options_.rebroadcast_group != 0) {
@@ -153,20 +171,25 @@ Task<absl::Status> Daemon::Main() {
   started_at_ = MonoNow();
   services_.Spawn(control_->Serve());
   if (netlink_ != nullptr) services_.Spawn(netlink_->Receive());
+  if (udev_control_ != nullptr) services_.Spawn(udev_control_->Serve());
   services_.Spawn(ReorderTimer());
   services_.Spawn(TrimWhenIdle());
   TaskScope signal_scope;
   signal_scope.Spawn(WatchSignals());
-  LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
+  LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s%s",
             options_.socket, handler_->Name(), scheduler_.children_max(),
             absl::FormatDuration(options_.reorder_timeout),
             netlink_ == nullptr     ? ""
             : netlink_->inherited() ? ", kernel uevents on (inherited socket)"
-                                    : ", kernel uevents on");
+                                    : ", kernel uevents on",
+            udev_control_ == nullptr ? "" : absl::StrCat(", udev control ", options_.udev_control));
   if (options_.on_ready) options_.on_ready();
   while (!stopping_) co_await stop_.Wait();
-  // No more input; finish everything already accepted, held events included.
+  // No more input (and no more udev control clients: they are refused, as by an exiting udevd).
+  // Finish everything already accepted, held events included; or, after udevd's exit, only
+  // what runs.
   services_.CancelAll();
+  udev_control_.reset();
   ExpireResult rest = reorderer_.ReleaseAll();
   NoteMissing(rest.missing, "stopping");
   Release(rest.released, MonoNow());
@@ -177,18 +200,34 @@ Task<absl::Status> Daemon::Main() {
     workers_.CancelAll();
   }
   CheckIdle();
+  if (counters_.discarded > 0) {
+    LogNotice("%d held or queued events discarded (udevadm control --exit)", counters_.discarded);
+  }
+  udev_queue_.reset();  // also after a forced stop: nothing is pending once we are gone
   (void)timeline_.Flush();
   LogNotice("daemon stopped: %d received, %d handled, %d failed, %d timed out",
             counters_.received, counters_.handled, counters_.failed, counters_.timed_out);
   co_return absl::OkStatus();
 }
 
-void Daemon::RequestStop(absl::string_view why) {
+void Daemon::RequestStop(absl::string_view why, StopMode mode) {
   if (stopping_) return;
-  LogNotice("stopping (%s): %d held, %d queued, %d running", why, reorderer_.held(),
-            scheduler_.queued(), scheduler_.running());
+  LogNotice("stopping (%s): %d held, %d queued, %d running%s", why, reorderer_.held(),
+            scheduler_.queued(), scheduler_.running(),
+            mode == StopMode::kFinishRunning ? "; only the running ones finish" : "");
   stopping_ = true;
+  switch (mode) {
+    case StopMode::kDrain:
+      // Finishing what was accepted means running it, also when the queue was stopped.
+      if (exec_stopped_) LogNotice("exec queue started again to finish what was accepted");
+      exec_stopped_ = false;
+      break;
+    case StopMode::kFinishRunning:
+      discard_queued_ = true;
+      break;
+  }
   stop_.NotifyAll();
+  Pump();  // a stopped queue's events are discarded now
 }
 
 Task<void> Daemon::WatchSignals() {
@@ -219,7 +258,7 @@ Task<void> Daemon::WatchSignals() {
         LogError("reload failed: %s", reloaded.ToString());
       }
     } else if (!stopping_) {
-      RequestStop(*sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      RequestStop(*sig == SIGTERM ? "SIGTERM" : "SIGINT", StopMode::kDrain);
     } else {
       force_stop_ = true;
       idle_.NotifyAll();
@@ -268,6 +307,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_
   const MonoTime now = MonoNow();
   if (event.seqnum.has_value()) {
     AcceptSequenced(std::move(event), std::move(ack), drop_when_full, now);
+    NoteBusy();
     return;
   }
   // No SEQNUM: no reordering; a retransmission is recognised by its cookie.
@@ -304,6 +344,13 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_
     }
   }
   Pump();
+  NoteBusy();
+}
+
+void Daemon::NoteBusy() {
+  // Checked after the event went as far as it could: one a handler finished at once (no task)
+  // never makes the file appear.
+  if (udev_queue_.has_value() && !Idle()) udev_queue_->Busy();
 }
 
 void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool drop_when_full,
@@ -412,6 +459,7 @@ void Daemon::Pump() {
     pump_again_ = true;
     return;
   }
+  if (exec_stopped_ && !discard_queued_) return;
   pumping_ = true;
   // The member keeps its capacity between calls; taken out so nothing else can touch it.
   std::vector<uint64_t> runnable = std::move(runnable_);
@@ -419,7 +467,13 @@ void Daemon::Pump() {
     pump_again_ = false;
     runnable.clear();
     scheduler_.TakeRunnable(runnable);
-    for (const uint64_t id : runnable) StartEvent(id);
+    for (const uint64_t id : runnable) {
+      if (discard_queued_) {
+        DiscardEvent(id);
+      } else {
+        StartEvent(id);
+      }
+    }
   } while (pump_again_);
   runnable_ = std::move(runnable);
   pumping_ = false;
@@ -492,14 +546,35 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
                                               EncodeKernelUevent(event));
     if (!sent.ok()) LogWarning("rebroadcast: %s", sent.ToString());
   }
-  if (event.seqnum.has_value()) seqnum_to_id_.erase(*event.seqnum);
-  if (record.cookie != 0) {
-    if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
-  }
+  ForgetKeys(record);
   // The device's last handled state, for `settle --for`.
   settling_->Handled(std::move(record.event));
   // Nothing above inserts into events_, so the iterator is still valid.
-  events_.erase(record_it);
+  ReleaseSlot(record_it, id);
+}
+
+void Daemon::DiscardEvent(uint64_t id) {
+  const auto record_it = events_.find(id);
+  const EventRecord& record = record_it->second;
+  ++counters_.discarded;
+  LogDebug("%s: discarded", EventLabel(record.event));
+  for (const AckTarget& target : record.acks) {
+    control_->SendAck(target, record.event.seqnum, EventResult::kFailed);
+  }
+  ForgetKeys(record);
+  ReleaseSlot(record_it, id);
+}
+
+void Daemon::ForgetKeys(const EventRecord& record) {
+  if (record.event.seqnum.has_value()) seqnum_to_id_.erase(*record.event.seqnum);
+  if (record.cookie != 0) {
+    if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
+  }
+}
+
+void Daemon::ReleaseSlot(absl::node_hash_map<uint64_t, EventRecord>::iterator record,
+                         uint64_t id) {
+  events_.erase(record);
   if (const absl::Status finished = scheduler_.Finish(id); !finished.ok()) {
     LogError("scheduler: %s", finished.ToString());
   }
@@ -539,6 +614,7 @@ void Daemon::CountOutcome(const Event& event, const HandlerResult& result, absl:
 
 void Daemon::CheckIdle() {
   if (!Idle()) return;
+  if (udev_queue_.has_value()) udev_queue_->Idle();
   (void)timeline_.Flush();
   settling_->Idle();
   idle_.NotifyAll();
@@ -592,6 +668,46 @@ Task<void> Daemon::ReorderTimer() {
 
 absl::Status Daemon::Reload() { return handler_->Reload(); }
 
+void Daemon::SetExecQueueStopped(bool stopped) {
+  if (stopped == exec_stopped_) return;
+  if (stopped && stopping_) return;  // a draining stop runs the queue to its end
+  exec_stopped_ = stopped;
+  LogInfo("exec queue %s: %d queued", stopped ? "stopped" : "started", scheduler_.queued());
+  if (!stopped) Pump();
+}
+
+void Daemon::SetChildrenMax(size_t children_max) {
+  LogInfo("children_max %d (was %d)", children_max, scheduler_.children_max());
+  scheduler_.set_children_max(children_max);
+  Pump();
+}
+
+absl::Status Daemon::SetGlobalProperty(absl::string_view key,
+                                       std::optional<absl::string_view> value) {
+  // udevd's own bound is its memory; this one keeps a client from growing the daemon.
+  constexpr size_t kMaxGlobalProperties = 256;
+  auto it = std::find_if(global_properties_.begin(), global_properties_.end(),
+                         [&](const auto& entry) { return entry.first == key; });
+  if (!value.has_value()) {
+    if (it == global_properties_.end()) return absl::OkStatus();
+    global_properties_.erase(it);
+    LogInfo("global property %s unset", key);
+  } else if (it != global_properties_.end()) {
+    it->second = std::string(*value);
+    LogInfo("global property %s=%s", key, *value);
+  } else if (global_properties_.size() >= kMaxGlobalProperties) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("at most ", kMaxGlobalProperties, " global properties"));
+  } else {
+    global_properties_.emplace_back(std::string(key), std::string(*value));
+    LogInfo("global property %s=%s", key, *value);
+  }
+  auto snapshot = std::make_shared<GlobalProperties>();
+  snapshot->entries = global_properties_;
+  handler_->SetGlobalProperties(std::move(snapshot));
+  return absl::OkStatus();
+}
+
 void Daemon::Step(const Event& event, absl::string_view what, MonoTime started,
                   absl::Duration took, bool ok) {
   // The record's time is the step's end (the report draws it back from there).
@@ -626,7 +742,11 @@ void Daemon::AppendStatus(std::vector<std::pair<std::string, std::string>>& fiel
   add("running", scheduler_.running());
   add("reorder_timeouts", counters_.reorder_timeouts);
   add("missing_seqnums", counters_.missing_seqnums);
+  add("discarded", counters_.discarded);
+  add("exec_queue_stopped", exec_stopped_ ? 1 : 0);
+  add("global_properties", global_properties_.size());
   if (netlink_ != nullptr) netlink_->AppendStatus(fields);
+  if (udev_control_ != nullptr) udev_control_->AppendStatus(fields);
   add("children_max", scheduler_.children_max());
   add("ring_cq_overflows", reactor_->cq_overflows());
   add("ring_cq_lost", reactor_->cq_lost());
