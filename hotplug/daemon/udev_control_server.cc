@@ -116,7 +116,7 @@ Task<void> UdevControlServer::Converse(UniqueFd connection) {
       LogWarning("udev control: %s; hanging up", message.status().message());
       co_return;
     }
-    ++messages_;
+    if (message->type != static_cast<int32_t>(udev::ControlType::kEndMessages)) ++messages_;
     if (!Act(*message)) co_return;
   }
 }

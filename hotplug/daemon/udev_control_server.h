@@ -62,7 +62,7 @@ class UdevControlServer {
   int netlink_fd_ = -1;
   bool exiting_ = false;
   uint64_t connections_ = 0;
-  uint64_t messages_ = 0;
+  uint64_t messages_ = 0;  // requests (END not counted)
   uint64_t refused_ = 0;  // connections or messages from another uid, bad messages, silence
 };
 
