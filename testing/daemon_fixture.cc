@@ -82,6 +82,15 @@ std::string HotringBinary() {
   return "hotring";
 }
 
+bool WaitUntil(absl::FunctionRef<bool()> condition, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + ScaledForEmulation(timeout);
+  for (;;) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    ::usleep(5000);
+  }
+}
+
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
   const char* base = std::getenv("TEST_TMPDIR");
   std::string templ = absl::StrCat(base != nullptr ? base : "/tmp", "/", prefix, "_XXXXXX");
@@ -229,6 +238,50 @@ absl::StatusOr<std::map<std::string, uint64_t>> DaemonProcess::Status() const {
   return counters;
 }
 
+absl::StatusOr<std::map<std::string, uint64_t>> DaemonProcess::WaitForCounters(
+    const std::map<std::string, uint64_t>& at_least, absl::Duration timeout) const {
+  std::map<std::string, uint64_t> last;
+  absl::Status error = absl::OkStatus();
+  const auto met = [&] {
+    absl::StatusOr<std::map<std::string, uint64_t>> counters = Status();
+    error = counters.status();
+    if (!counters.ok()) return false;
+    last = *std::move(counters);
+    for (const auto& [key, value] : at_least) {
+      const auto it = last.find(key);
+      if ((it == last.end() ? 0 : it->second) < value) return false;
+    }
+    return true;
+  };
+  if (WaitUntil(met, timeout)) return last;
+  std::string wanted, seen;
+  for (const auto& [key, value] : at_least) {
+    const auto it = last.find(key);
+    absl::StrAppend(&wanted, " ", key, ">=", value);
+    absl::StrAppend(&seen, " ", key, "=", it == last.end() ? 0 : it->second);
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("waited for", wanted, "; last seen", seen,
+                   error.ok() ? "" : absl::StrCat("; last status request: ", error.ToString())));
+}
+
+absl::Status DaemonProcess::WaitForLog(absl::string_view text, int times,
+                                       absl::Duration timeout) const {
+  const std::string needle(text);
+  int seen = 0;
+  const auto met = [&] {
+    const std::string log = Log();
+    seen = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) {
+      ++seen;
+    }
+    return seen >= times;
+  };
+  if (WaitUntil(met, timeout)) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("the log has \"", text, "\" ", seen, " times, not ", times));
+}
+
 absl::Status DaemonProcess::Settle(absl::Duration timeout) const {
   timeout = ScaledForEmulation(timeout);
   HOTRING_ASSIGN_OR_RETURN(
@@ -287,10 +340,11 @@ absl::Status DaemonProcess::Stop(absl::Duration timeout) {
 
 absl::StatusOr<int> DaemonProcess::WaitExit(absl::Duration timeout) {
   if (!child_.running()) return absl::FailedPreconditionError("daemon not running");
-  const std::optional<int> status = child_.WaitExit(ScaledForEmulation(timeout));
+  timeout = ScaledForEmulation(timeout);
+  const std::optional<int> status = child_.WaitExit(timeout);
   if (!status.has_value()) {
     return absl::DeadlineExceededError(
-        absl::StrCat("daemon still running after ", absl::FormatDuration(timeout)));
+        absl::StrCat("the daemon still runs after ", absl::FormatDuration(timeout)));
   }
   return ExitCode(*status);
 }

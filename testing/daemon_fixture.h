@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -30,6 +31,11 @@ std::string HotringBinary();
 // testing/arm/run_arm_tests.sh sets it in its emulated guests (TCG on a shared host runs a
 // guest at a small fraction of one host CPU); elsewhere it is 1.
 absl::Duration ScaledForEmulation(absl::Duration timeout);
+
+// Polls `condition` (every few milliseconds) until it holds: true, or false once `timeout`
+// (scaled: ScaledForEmulation) has passed. For waiting on a state before acting on it or
+// asserting on it, instead of sleeping for a time that a loaded machine may need more of.
+bool WaitUntil(absl::FunctionRef<bool()> condition, absl::Duration timeout = absl::Seconds(60));
 
 // A fresh temporary directory (removed by the caller, or left for post-mortem in /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix = "hotring_test");
@@ -113,6 +119,16 @@ class DaemonProcess {
 
   // `hotring control status` as counters.
   absl::StatusOr<std::map<std::string, uint64_t>> Status() const;
+  // Polls `control status` until every counter in `at_least` has reached its value (a counter
+  // the daemon does not report reads as 0): the counters that met it; DeadlineExceeded with
+  // the last ones read once `timeout` (scaled) has passed.
+  absl::StatusOr<std::map<std::string, uint64_t>> WaitForCounters(
+      const std::map<std::string, uint64_t>& at_least,
+      absl::Duration timeout = absl::Seconds(60)) const;
+  // Polls the log until `text` appears in it `times` times; DeadlineExceeded after `timeout`
+  // (scaled).
+  absl::Status WaitForLog(absl::string_view text, int times = 1,
+                          absl::Duration timeout = absl::Seconds(60)) const;
   // `hotring settle --timeout` (scaled: ScaledForEmulation).
   absl::Status Settle(absl::Duration timeout = absl::Seconds(30)) const;
   // Settles in rounds for as long as the daemon makes progress (events received, handled,
@@ -123,8 +139,8 @@ class DaemonProcess {
   absl::Status SettleWhileProgressing(absl::Duration stall = absl::Seconds(60)) const;
   // SIGTERM and wait (up to `timeout`, scaled) for a clean exit; the exit code must be 0.
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
-  // Waits (up to `timeout`, scaled) for an exit something else asked for: its exit code (128 +
-  // signal when killed); DeadlineExceeded while it still runs.
+  // Waits up to `timeout` (scaled) for the daemon to exit by itself, and reaps it: its exit
+  // code (128 + signal when killed); DeadlineExceeded while it still runs.
   absl::StatusOr<int> WaitExit(absl::Duration timeout = absl::Seconds(30));
   // SIGKILL and reap.
   void Kill();

@@ -1,5 +1,8 @@
 #include "testing/fixture.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -19,6 +22,14 @@ absl::StatusOr<std::string> ReplayRecordingText(const ReplaySpec& spec) {
     return absl::InternalError(absl::StrCat("hotring replay exited ", run->exit_code, ": ", run->err));
   }
   return run->out;
+}
+
+absl::StatusOr<Manifest> ReadManifest(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return hotplug::replay::ParseManifest(text.str());
 }
 
 absl::StatusOr<Manifest> ReplayRecording(const ReplaySpec& spec) {

@@ -48,6 +48,10 @@ absl::StatusOr<Manifest> ReplayRecording(const ReplaySpec& spec);
 // The same, the manifest's text (what a golden file holds).
 absl::StatusOr<std::string> ReplayRecordingText(const ReplaySpec& spec);
 
+// A manifest file (a golden one, say) as data: for assertions worked out by hand beside the
+// golden comparison, which catches any change but cannot tell a right result from a wrong one.
+absl::StatusOr<Manifest> ReadManifest(const std::string& path);
+
 // Writes a recording of `sysfs` (a FakeSysfs, say) to `out` with `hotring record`.
 absl::Status RecordTree(const FakeSysfs& sysfs, const std::string& out,
                         absl::string_view kernel = "6.1.0-test");

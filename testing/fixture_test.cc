@@ -59,5 +59,26 @@ TEST(FixtureTest, RecordReplayAndInspectTheManifest) {
   EXPECT_TRUE(m->problems.empty());
 }
 
+// The hand-written board's golden file, read as data: what its mdev.conf and modules tree say.
+TEST(FixtureTest, ReadManifestGivesAGoldenFileAsData) {
+  absl::StatusOr<Manifest> m = ReadManifest("testing/device_test_data/board.manifest");
+  ASSERT_TRUE(m.ok()) << m.status();
+  // `sd[a-z] root:disk 0660`, disk being gid 6 in board.rec's /etc/group.
+  const DevEntry* sda = FindDevEntry(*m, "sda");
+  ASSERT_NE(sda, nullptr);
+  EXPECT_EQ(sda->type, DevEntry::Type::kBlock);
+  EXPECT_EQ(sda->gid, 6u);
+  EXPECT_EQ(sda->mode, 0660u);
+  // `sd[a-z][0-9] root:disk 0660 >disk/part%0`: moved, and a link where it was.
+  const DevEntry* sda1 = FindDevEntry(*m, "sda1");
+  ASSERT_NE(sda1, nullptr);
+  EXPECT_EQ(sda1->type, DevEntry::Type::kLink);
+  EXPECT_EQ(sda1->target, "disk/partsda1");
+  // modules.dep: ahci.ko needs libata.ko.
+  EXPECT_THAT(m->modules, ElementsAre(::testing::StartsWith("module libata "),
+                                      ::testing::StartsWith("module ahci ")));
+  EXPECT_FALSE(ReadManifest("testing/device_test_data/no.manifest").ok());
+}
+
 }  // namespace
 }  // namespace hotring::testing

@@ -1,9 +1,13 @@
 #include "testing/handler_recorder.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 
@@ -11,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/status.h"
 #include "hotplug/wire.h"
 #include "io/socket.h"
 #include "testing/daemon_fixture.h"
@@ -70,6 +75,33 @@ std::vector<HandlerRun> HandlerRecorder::RunsUnder(absl::string_view prefix) con
 ControlSender::ControlSender(const std::string& socket) {
   address_ = io::UnixAddress(socket).value_or(io::SocketAddress{});
   if (absl::StatusOr<UniqueFd> fd = io::UnixSocket(SOCK_DGRAM); fd.ok()) fd_ = std::move(*fd);
+  // An address of only the family: the kernel picks a free abstract name.
+  const sockaddr_un autobind = {.sun_family = AF_UNIX, .sun_path = {}};
+  (void)::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&autobind), sizeof(sa_family_t));
+}
+
+bool ControlSender::SendRequest(const hotplug::ControlRequest& request) {
+  return SendBytes(hotplug::EncodeWireMessage(hotplug::ControlRequestMessage(request)));
+}
+
+absl::StatusOr<hotplug::ControlReply> ControlSender::ReceiveReply(uint32_t cookie,
+                                                                   absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string buffer(hotplug::kMaxWireBytes + 1, '\0');
+  for (;;) {
+    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    pollfd readable{fd_.get(), POLLIN, 0};
+    const int ready = ::poll(&readable, 1, static_cast<int>(std::max<int64_t>(0, left_ms)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return ErrnoStatus("poll");
+    if (ready == 0) return absl::DeadlineExceededError("no reply from the daemon");
+    const ssize_t n = ::recv(fd_.get(), buffer.data(), buffer.size(), 0);
+    if (n < 0) return ErrnoStatus("recv");
+    absl::StatusOr<hotplug::WireMessage> message =
+        hotplug::ParseWireMessage(absl::string_view(buffer.data(), static_cast<size_t>(n)));
+    if (!message.ok() || message->cookie != cookie) continue;
+    return hotplug::ControlReplyFromMessage(*std::move(message));
+  }
 }
 
 bool ControlSender::SendBytes(absl::string_view bytes) {

@@ -1,7 +1,7 @@
 // HandlerRecorder: a temp dir holding a copy of testing/record_handler, for `daemon --exec`
 // tests; Runs() parses what the handler recorded (which events ran, when, with which fds and
-// environment). ControlSender: puts events on a daemon's control socket without a process per
-// event.
+// environment). ControlSender: puts events and control requests on a daemon's control socket
+// without a process per message.
 #ifndef HOTRING_TESTING_HANDLER_RECORDER_H_
 #define HOTRING_TESTING_HANDLER_RECORDER_H_
 
@@ -10,9 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/unique_fd.h"
 #include "hotplug/event_parser.h"
+#include "hotplug/wire.h"
 #include "io/ops.h"
 
 namespace hotring::testing {
@@ -46,13 +49,20 @@ class HandlerRecorder {
   std::string handler_;
 };
 
-// Owns an unbound datagram socket aimed at a daemon's control socket.
+// Owns a datagram socket (bound to an autobound abstract name, so that replies can come back)
+// aimed at a daemon's control socket.
 class ControlSender {
  public:
   explicit ControlSender(const std::string& socket);
   bool SendBytes(absl::string_view bytes);
   // Validates `env` as an event and sends it (no ack requested).
   bool SendEvent(const hotplug::EnvVars& env);
+  // Sends a control request at once, without waiting for its reply: once this returns true,
+  // the request is queued on the daemon's socket (also while the daemon is stopped), ahead of
+  // whatever is sent after it.
+  bool SendRequest(const hotplug::ControlRequest& request);
+  // The reply with `cookie` (other datagrams are dropped), waiting up to `timeout`.
+  absl::StatusOr<hotplug::ControlReply> ReceiveReply(uint32_t cookie, absl::Duration timeout);
 
  private:
   io::SocketAddress address_;

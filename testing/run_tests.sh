@@ -6,27 +6,59 @@
 # (testing/example_consumer), the core, io and hotplug unit tests on aarch64 in qemu
 # (testing/arm/run_arm_tests.sh), and every fuzz target for FUZZ_SECONDS (default 30; 0 skips)
 # on its corpus (testing/run_fuzz.sh). Prints one closing line
-# "tests: N passed, N failed, N skipped" (GoogleTest cases, and one per kmod comparison; a
-# kmod suite that cannot run here, without root, kmod or its source package, is one skip).
+# "tests: N passed, N skipped, N failed" (GoogleTest cases, an sh_test as one, and one per kmod
+# comparison). A skip is no pass: a GTEST_SKIP case, a test that cannot run in a sanitizer
+# build, a kmod suite that cannot run here (without root, kmod or its source package).
 set -u
 cd "$(dirname "$0")/.."
 status=0
+# Every step that fails is named again just above the closing line, so that the end of a long
+# log says what went wrong.
+failed_steps=""
+step_failed() {
+  status=1
+  failed_steps="$failed_steps $1"
+}
 bazel build //:hotring || exit 1
-sh testing/check_clocks.sh || status=1
-file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; status=1; }
-bazel test //... || status=1
+sh testing/check_clocks.sh || step_failed check_clocks
+python3 testing/check_layout.py || step_failed check_layout
+file -L "$(bazel info bazel-bin 2>/dev/null)/hotring" | grep -q 'statically linked' || { echo "hotring is not static" >&2; step_failed static; }
+bazel test //... || step_failed "bazel-test"
 passed=0
-failed=0
 skipped=0
+failed=0
 count() {
-  # Each test.xml lists one <testcase> per GoogleTest case and one <failure> per failed one.
-  # Arguments: the config whose test logs to count (the tsan config has its own tree).
-  for xml in $(find -L "$(bazel info "$@" bazel-testlogs 2>/dev/null)/" -name test.xml 2>/dev/null); do
-    c=$(grep -o '<testcase ' "$xml" | wc -l)
-    f=$(grep -c '<failure' "$xml")
-    passed=$((passed + c - f))
-    failed=$((failed + f))
-  done
+  # Every case of every test.xml (arguments: the config whose test logs to count; the tsan
+  # config has its own tree). GoogleTest writes one <testcase> per case: skipped when
+  # result="skipped" (GTEST_SKIP) or status="notrun" (DISABLED_), failed with a <failure>
+  # (one per failed assertion, so cases are counted, not failures). Bazel writes the file of a
+  # test that wrote none (an sh_test, a crashed or timed-out binary): one case, failed with an
+  # <error>. An sh_test that skips writes its own, with a skipped case (testing/skip_test.sh).
+  # An unreadable file counts as one failed case.
+  set -- $(find -L "$(bazel info "$@" bazel-testlogs 2>/dev/null)/" -name test.xml 2>/dev/null |
+    python3 -c '
+import sys
+import xml.etree.ElementTree as ET
+counts = {"passed": 0, "skipped": 0, "failed": 0}
+for path in sys.stdin.read().splitlines():
+    try:
+        cases = list(ET.parse(path).getroot().iter("testcase"))
+    except (ET.ParseError, OSError):
+        counts["failed"] += 1
+        continue
+    for case in cases:
+        if case.find("failure") is not None or case.find("error") is not None:
+            counts["failed"] += 1
+        elif (case.get("result") == "skipped" or case.get("status") == "notrun"
+              or case.find("skipped") is not None):
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+print(counts["passed"], counts["skipped"], counts["failed"])
+')
+  passed=$((passed + ${1:-0}))
+  skipped=$((skipped + ${2:-0}))
+  failed=$((failed + ${3:-1}))
 }
 count
 # kmod 30's own test fixtures (its source package, fetched once into a cache outside the tree)
@@ -49,18 +81,19 @@ for kmod_suite in run_kmod_fixtures.sh compare_modprobe.sh; do
     kmod_differ=$(echo "$kmod_line" | sed -n 's/.*agree, \([0-9]*\) differ.*/\1/p')
     passed=$((passed + ${kmod_agree:-0}))
     failed=$((failed + ${kmod_differ:-1}))
-    [ "$kmod_status" = 0 ] || status=1
+    [ "$kmod_status" = 0 ] || step_failed "$kmod_suite"
   fi
   rm -f "$kmod_log"
 done
-bazel test --config=asan //... || status=1
+bazel test --config=asan //... || step_failed "bazel-test-asan"
 count
-bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || status=1
+bazel test --config=tsan --test_tag_filters=tsan --build_tests_only //... || step_failed "bazel-test-tsan"
 count --config=tsan
 # The example consumer: a separate workspace that tests device rules through @hotring's
-# hotring_device_test and fixture library (docs/device-tests.md).
+# hotring_device_test and fixture library (docs/device-tests.md), in Bazel's sandbox as a
+# consumer runs it.
 cd testing/example_consumer
-bazel test //... || status=1
+bazel test --spawn_strategy=linux-sandbox //... || step_failed example_consumer
 count
 cd ../..
 
@@ -78,19 +111,22 @@ if [ "${ARM_TESTS:-1}" != 0 ]; then
     { sh testing/arm/run_arm_tests.sh --arch "$arm_arch" ${ARM_TEST_TARGETS:-}; echo "arm-exit $?"; } 2>&1 | tee "$arm_log"
     arm_line=$(grep "^arm tests ($arm_arch): " "$arm_log" | tail -n 1)
     arm_passed=$(echo "$arm_line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+    arm_skipped=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) skipped,.*/\1/p')
     arm_failed=$(echo "$arm_line" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
     passed=$((passed + ${arm_passed:-0}))
+    skipped=$((skipped + ${arm_skipped:-0}))
     failed=$((failed + ${arm_failed:-1}))
-    grep -q '^arm-exit 0$' "$arm_log" || status=1
+    grep -q '^arm-exit 0$' "$arm_log" || step_failed "arm-$arm_arch"
     rm -f "$arm_log"
   done
 fi
 if [ "${ARM_BOOT:-0}" != 0 ]; then
-  sh testing/arm/run_arm_tests.sh --arch aarch64 --boot --timeout 1200 || status=1
+  sh testing/arm/run_arm_tests.sh --arch aarch64 --boot --timeout 1200 || step_failed arm-boot
 fi
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
-  sh testing/run_fuzz.sh || status=1
+  sh testing/run_fuzz.sh || step_failed fuzz
 fi
-echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ -z "$failed_steps" ] || echo "failed steps:$failed_steps"
+echo "tests: $passed passed, $skipped skipped, $failed failed"
 [ "$failed" -eq 0 ] || status=1
 exit $status

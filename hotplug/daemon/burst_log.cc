@@ -9,8 +9,7 @@
 
 namespace hotring::hotplug {
 
-void BurstLog::Received(MonoTime now, const BurstCounters& counters) {
-  if (start_.has_value()) return;
+void BurstLog::Start(MonoTime now, const BurstCounters& counters) {
   start_ = now;
   received_base_ = counters.received - 1;
   modules_base_ = counters.modules_loaded.value_or(0);

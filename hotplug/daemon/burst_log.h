@@ -25,8 +25,11 @@ struct BurstCounters {
 
 class BurstLog {
  public:
-  // An event was accepted at `now` (counted in `counters` already): starts a burst if none is.
-  void Received(MonoTime now, const BurstCounters& counters);
+  // A burst is running: an event was accepted since the last settle.
+  [[nodiscard]] bool running() const { return start_.has_value(); }
+  // An event was accepted at `now` (counted in `counters` already) while none was running:
+  // a burst starts. (The caller asks running() first: the counters cost a walk of the stages'.)
+  void Start(MonoTime now, const BurstCounters& counters);
   // The daemon settled: the summary line of the burst, if one is running (notice for the first,
   // the coldplug; info for later ones).
   void Settled(MonoTime now, const BurstCounters& counters);

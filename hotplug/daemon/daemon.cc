@@ -327,7 +327,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_
     return;
   }
   ++counters_.received;
-  burst_log_.Received(now, Burst());
+  if (!burst_log_.running()) burst_log_.Start(now, Burst());
   const uint64_t id = ReleaseOne(std::move(event), now, /*just_received=*/true);
   if (ack.has_value()) {
     EventRecord& record = events_.find(id)->second;
@@ -391,7 +391,7 @@ void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool d
       }
     } else {
       ++counters_.received;
-      burst_log_.Received(now, Burst());
+      if (!burst_log_.running()) burst_log_.Start(now, Burst());
       if (!passed.has_value()) timeline_.Add(std::move(received));
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
       NoteMissing(missing, "too many held events");

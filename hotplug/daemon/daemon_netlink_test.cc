@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "hotplug/event_parser.h"
+#include "hotplug/wire.h"
 #include "io/netlink.h"
 #include "testing/daemon_assertions.h"
 #include "testing/daemon_fixture.h"
@@ -56,15 +57,15 @@ class DaemonNetlinkTest : public ::testing::Test {
   }
 
 
-  // The handler runs under kPrefix once `n` have run (or after about ten seconds).
+  // The handler runs under kPrefix once `n` have run (or what ran by a generous deadline).
   static std::vector<HandlerRun> AwaitRuns(DaemonProcess& daemon, const HandlerRecorder& recorder,
                                            size_t n) {
     std::vector<HandlerRun> runs;
-    for (int i = 0; i < 1000 && runs.size() < n; ++i) {
+    testing::WaitUntil([&] {
       EXPECT_TRUE(daemon.Settle().ok());
       runs = recorder.RunsUnder(kPrefix);
-      if (runs.size() < n) ::usleep(10000);
-    }
+      return runs.size() >= n;
+    });
     return runs;
   }
 
@@ -97,12 +98,10 @@ TEST_F(DaemonNetlinkTest, ForgedUeventsNeverRunAHandler) {
   }
   // Make sure the daemon has read them all: a control round trip after the burst is not
   // enough (different sockets), so wait for the counter.
-  uint64_t dropped = 0;
-  for (int i = 0; i < 500 && dropped < 50; ++i) {
-    dropped = Counters(daemon)["dropped_not_kernel"];
-    if (dropped < 50) ::usleep(10000);
-  }
-  EXPECT_EQ(dropped, 50u);
+  absl::StatusOr<std::map<std::string, uint64_t>> dropped =
+      daemon.WaitForCounters({{"dropped_not_kernel", 50}});
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ((*dropped)["dropped_not_kernel"], 50u);
   ASSERT_TRUE(daemon.Settle().ok());
   EXPECT_TRUE(recorder.RunsUnder(kPrefix).empty());
   EXPECT_NE(daemon.Log().find("dropped (not_kernel"), std::string::npos) << daemon.Log();
@@ -265,14 +264,15 @@ TEST_F(DaemonNetlinkTest, SettleCoversUeventsStillUnreadOnTheSocket) {
   for (uint64_t i = 0; i < kCount; ++i) {
     ASSERT_TRUE(injector->Send(TestUevent(i, absl::StrCat("settle", i))).ok());
   }
-  absl::StatusOr<BackgroundCommand> settle = BackgroundCommand::Start(
-      {testing::HotringBinary(), "settle", "--socket", daemon.socket(), "--timeout", "60"});
-  ASSERT_TRUE(settle.ok());
-  ::usleep(300000);  // time for `settle` to start and send its request
+  // The settle request is sent from here, not by a `hotring settle` started in the
+  // background: once SendRequest has returned, the request is on the stopped daemon's control
+  // socket, so the daemon finds it there with every uevent already queued on the other socket.
+  testing::ControlSender requester(daemon.socket());
+  ASSERT_TRUE(requester.SendRequest({.cookie = 77, .command = ControlCommand::kSettle}));
   ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
-  absl::StatusOr<CommandResult> settled = settle->Wait(absl::Seconds(90));
-  ASSERT_TRUE(settled.ok());
-  EXPECT_EQ(settled->exit_code, 0) << settled->err;
+  absl::StatusOr<ControlReply> reply = requester.ReceiveReply(77, absl::Seconds(90));
+  ASSERT_TRUE(reply.ok()) << reply.status() << "\n" << daemon.Log();
+  EXPECT_TRUE(reply->ok) << reply->message;
   // Freeze the daemon right after it answered: nothing may be left unread.
   ASSERT_EQ(::kill(daemon.pid(), SIGSTOP), 0);
   const uint64_t unread = UnreadUeventBytes();
@@ -315,13 +315,12 @@ TEST_F(DaemonNetlinkTest, OverrunResynchronisesFromSysfs) {
   ASSERT_EQ(::kill(daemon.pid(), SIGCONT), 0);
   std::map<std::string, uint64_t> status;
   std::vector<HandlerRun> runs;
-  for (int i = 0; i < 500; ++i) {
-    ::usleep(20000);
-    ASSERT_TRUE(daemon.Settle().ok());
+  testing::WaitUntil([&] {
+    EXPECT_TRUE(daemon.Settle().ok());
     status = Counters(daemon);
     runs = recorder.RunsUnder("/devices/");
-    if (status["resyncs"] >= 1 && runs.size() >= devices.size()) break;
-  }
+    return status["resyncs"] >= 1 && runs.size() >= devices.size();
+  });
   EXPECT_GE(status["netlink_overruns"], 1u);
   EXPECT_GE(status["resyncs"], 1u);
   EXPECT_LE(status["resyncs"], 3u) << "one resync per storm, not one per ENOBUFS";

@@ -394,16 +394,22 @@ TEST(DaemonTest, KilledDaemonRestartedWhileSendWaitRetriesLosesNothing) {
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   std::vector<BackgroundCommand> senders;
   for (int i = 1; i <= 10; ++i) {
+    // Each handler runs 2 s: still running when the kill comes, well after the daemon says so.
     absl::StatusOr<BackgroundCommand> c = BackgroundCommand::Start(
         {testing::HotringBinary(), "send", "--socket", socket, "--wait=60", "--env",
          "ACTION=add", "--env", absl::StrCat("DEVPATH=/devices/r", i), "--env",
-         absl::StrCat("SEQNUM=", i), "--env", "SLEEP_MS=300"});
+         absl::StrCat("SEQNUM=", i), "--env", "SLEEP_MS=2000"});
     ASSERT_TRUE(c.ok());
     senders.push_back(std::move(*c));
   }
-  ::usleep(150 * 1000);  // some events are running now
-  daemon->Kill();        // SIGKILL: no ack for whatever was queued or running
-  ::usleep(500 * 1000);  // senders retry against a dead socket for a while
+  // The kill comes while events run (their acks not sent yet).
+  absl::StatusOr<std::map<std::string, uint64_t>> running =
+      daemon->WaitForCounters({{"running", 1}});
+  ASSERT_TRUE(running.ok()) << running.status() << "\n" << daemon->Log();
+  daemon->Kill();  // SIGKILL: no ack for whatever was queued or running
+  // Deliberately no daemon for a while (not a wait for a state): the senders retry against a
+  // dead socket before the new daemon binds it.
+  ::usleep(500 * 1000);
   absl::StatusOr<DaemonProcess> restarted =
       DaemonProcess::Start({.socket = socket, .args = args});
   ASSERT_TRUE(restarted.ok()) << restarted.status();
@@ -415,6 +421,8 @@ TEST(DaemonTest, KilledDaemonRestartedWhileSendWaitRetriesLosesNothing) {
   std::set<std::string> seen;
   for (const HandlerRun& r : recorder.Runs()) seen.insert(r.seqnum);
   for (int i = 1; i <= 10; ++i) EXPECT_TRUE(seen.contains(absl::StrCat(i))) << "SEQNUM " << i;
+  // The acks the kill lost were got from the new daemon: some sender sent it its event again.
+  EXPECT_GE(Status(*restarted)["received"], 1u) << restarted->Log();
   EXPECT_TRUE(restarted->Stop().ok());
 }
 
@@ -467,11 +475,11 @@ TEST(DaemonTest, ControlStatusJsonAndExit) {
       RunHotring({"control", "exit", "--socket", daemon.socket()});
   ASSERT_TRUE(exit.ok());
   EXPECT_EQ(exit->exit_code, 0);
-  int wstatus = 0;
-  for (int i = 0; i < 500 && ::waitpid(daemon.pid(), &wstatus, WNOHANG) == 0; ++i) {
-    ::usleep(10000);
-  }
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  // The daemon must have exited by itself (reaped here), not merely be quiet: its exit code
+  // exists only once it is gone. 30 s: nothing is pending, so only a loaded machine takes long.
+  absl::StatusOr<int> exited = daemon.WaitExit(absl::Seconds(30));
+  ASSERT_TRUE(exited.ok()) << exited.status() << "\n" << daemon.Log();
+  EXPECT_EQ(*exited, 0) << daemon.Log();
 }
 
 TEST(DaemonTest, SettleTimesOutWhileAnEventHangs) {
@@ -538,9 +546,13 @@ TEST(DaemonTest, SigtermFinishesAcceptedEventsBeforeExiting) {
   DaemonProcess daemon = StartDaemon(
       {"--exec", recorder.handler(), "--expect-seqnum", "1", "--reorder-timeout", "30"});
   RawSender sender(daemon.socket());
-  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/a", {{"SLEEP_MS", "200"}})));
-  ASSERT_TRUE(sender.SendEvent(TestEvent(3, "/devices/b")));  // held: 2 is missing
-  ::usleep(100 * 1000);
+  // 1 runs for 2 s, long enough to be seen running; 3 is held: 2 is missing.
+  ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/a", {{"SLEEP_MS", "2000"}})));
+  ASSERT_TRUE(sender.SendEvent(TestEvent(3, "/devices/b")));
+  // SIGTERM comes with one event running and one held.
+  absl::StatusOr<std::map<std::string, uint64_t>> accepted =
+      daemon.WaitForCounters({{"running", 1}, {"held", 1}});
+  ASSERT_TRUE(accepted.ok()) << accepted.status() << "\n" << daemon.Log();
   ASSERT_TRUE(daemon.Stop().ok()) << daemon.Log();
   std::set<std::string> seen;
   for (const HandlerRun& r : recorder.Runs()) seen.insert(r.seqnum);

@@ -43,15 +43,6 @@ std::map<std::string, uint64_t> Status(const DaemonProcess& daemon) {
   return status.ok() ? *status : std::map<std::string, uint64_t>{};
 }
 
-// Polls `control status` until `key` reaches `value` (a condition, not a timing assertion).
-bool WaitForCounter(const DaemonProcess& daemon, const std::string& key, uint64_t value) {
-  for (int i = 0; i < 3000; ++i) {
-    if (Status(daemon)[key] >= value) return true;
-    ::usleep(10000);
-  }
-  return false;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -73,7 +64,7 @@ TEST(SettleForTest, ReturnsWhenTheMatchingDeviceIsHandledWhileAnotherStillRuns) 
   RawSender sender(daemon.socket());
   ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/slow", {{"HANG", "1"}})));
   ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/pci0/net/eth0", {})));
-  ASSERT_TRUE(WaitForCounter(daemon, "handled", 1));
+  ASSERT_TRUE(daemon.WaitForCounters({{"handled", 1}}).ok()) << daemon.Log();
 
   // Not yet: nothing named vda was handled. The bounded wait ends with exit 1.
   CommandResult early = Hotring({"settle", "--socket", daemon.socket(), "--for", "DEVNAME=vda",
@@ -123,8 +114,8 @@ TEST(SettleForTest, TimeoutPrintsEachPendingEventAndWhereItIs) {
   ASSERT_TRUE(sender.SendEvent(TestEvent(1, "/devices/hub", {{"HANG", "1"}})));
   ASSERT_TRUE(sender.SendEvent(TestEvent(2, "/devices/hub/port1", {})));
   ASSERT_TRUE(sender.SendEvent(TestEvent(4, "/devices/late", {})));  // 3 never comes
-  ASSERT_TRUE(WaitForCounter(daemon, "received", 3));
-  ASSERT_TRUE(WaitForCounter(daemon, "running", 1));
+  const auto in = daemon.WaitForCounters({{"received", 3}, {"running", 1}});
+  ASSERT_TRUE(in.ok()) << in.status() << "\n" << daemon.Log();
   CommandResult settle = Hotring({"settle", "--socket", daemon.socket(), "--timeout", "0.3"});
   EXPECT_EQ(settle.exit_code, 1);
   const std::string& err = settle.err;

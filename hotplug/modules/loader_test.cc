@@ -583,6 +583,9 @@ TEST_F(LoaderTest, DestroyingTheLoaderWithLoadsInFlightIsClean) {
     ASSERT_TRUE(kernel_->WaitInFlight(1));
   }  // the event is gone; the load of a keeps running on its thread
   std::thread releaser([this] {
+    // Deliberately late, not a wait for a state: the release is meant to come while
+    // loader_.reset() below waits for the pool. Should it come first (a loaded machine), the
+    // reset finds the load done, and the assertions below hold all the same.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     kernel_->ReleaseAll();
   });

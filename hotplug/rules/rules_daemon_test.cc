@@ -219,7 +219,8 @@ TEST_F(RulesDaemonTest, ReloadSwapsRulesAndABrokenFileKeepsTheOldOnes) {
   };
   ASSERT_EQ(reloads(), 1);  // the first `control reload`
   ASSERT_EQ(kill(daemon.pid(), SIGHUP), 0);
-  for (int i = 0; i < 200 && reloads() < 2; ++i) usleep(50000);
+  const absl::Status reloaded = daemon.WaitForLog("rules: reloaded", 2);
+  ASSERT_TRUE(reloaded.ok()) << reloaded << "\n" << daemon.Log();
   ASSERT_EQ(reloads(), 2) << daemon.Log();
   Send(daemon, add_null(4));
   EXPECT_EQ(mode(), 0604u) << daemon.Log();
@@ -290,9 +291,16 @@ TEST_F(RulesDaemonTest, FirmwareWaitsForTheLoadingFileWithoutBlockingOtherEvents
   ASSERT_TRUE(sender.SendEvent({{"ACTION", "add"}, {"DEVPATH", "/devices/virtual/mem/null"},
                                 {"SUBSYSTEM", "mem"}, {"DEVNAME", "null"}, {"MAJOR", "1"},
                                 {"MINOR", "3"}, {"SEQNUM", "2"}}));
-  for (int i = 0; i < 100 && !Exists(dev_ + "/null"); ++i) usleep(20000);
+  // The firmware event waits for its loading file up to 30 s (kFirmwareTries, 1 s apart), and
+  // the load below must still find it waiting: an event handled only after that wait gave up
+  // fails the test there. So the deadline here stays well inside those 30 s.
+  absl::StatusOr<std::map<std::string, uint64_t>> c =
+      daemon.WaitForCounters({{"handled", 1}}, absl::Seconds(20));
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << daemon.Log();
   EXPECT_TRUE(Exists(dev_ + "/null")) << daemon.Log();
-  EXPECT_EQ(Counters(daemon)["rules_firmware_loaded"], 0u);
+  EXPECT_EQ((*c)["handled"], 1u);
+  EXPECT_EQ((*c)["running"], 1u) << "the firmware event should still be waiting";
+  EXPECT_EQ((*c)["rules_firmware_loaded"], 0u);
   ASSERT_EQ(system(absl::StrCat("mkdir -p ", dir).c_str()), 0);
   std::ofstream(dir + "/data").flush();
   std::ofstream(dir + "/loading").flush();

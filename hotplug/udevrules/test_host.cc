@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "hotplug/udev/builtins.h"
 
@@ -183,11 +184,11 @@ absl::Status TestHost::RunProgram(absl::Span<const std::string> argv, absl::Span
     ::_exit(127);
   }
   ::close(pipefd[1]);
-  const absl::Time deadline = absl::Now() + timeout;
+  const MonoTime deadline = MonoNow() + timeout;
   bool timed_out = false;
   char buf[4096];
   for (;;) {
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = Since(MonoNow(), deadline);
     if (left <= absl::ZeroDuration()) {
       timed_out = true;
       break;

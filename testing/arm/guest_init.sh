@@ -35,7 +35,7 @@ echo "RUNNER $(uname -m) $(uname -r) $(nproc) cpu, HOTRING_TEST_TIME_SCALE=$time
 # High memory (32-bit kernels) and what hotring's reactor chose on this kernel.
 grep -E '^(MemTotal|HighTotal):' /proc/meminfo | sed 's/^/RUNNER /'
 (cd /runfiles/hotring && ./hotring selfcheck 2>&1) | sed 's/^/RUNNER /'
-tests=0 failed=0 cases_passed=0 cases_failed=0
+tests=0 failed=0 cases_passed=0 cases_skipped=0 cases_failed=0
 while read -r path filter; do
   [ -n "$path" ] || continue
   tests=$((tests + 1))
@@ -46,18 +46,22 @@ while read -r path filter; do
   (cd /runfiles/hotring && TEST_SRCDIR=/runfiles TEST_WORKSPACE=hotring TEST_TMPDIR="$tmp" \
     HOME="$tmp" GTEST_COLOR=no GTEST_FILTER="${filter:-*}" timeout "$per_test" "./$path" >"$tmp.log" 2>&1) || status=$?
   end=$(cut -d' ' -f1 /proc/uptime)
-  # GoogleTest's own count of cases: "[  PASSED  ] N tests." / "[  FAILED  ] N tests, listed below:"
+  # GoogleTest's own count of cases: "[  PASSED  ] N tests." (skipped ones not among them),
+  # "[  SKIPPED ] N tests, listed below:", "[  FAILED  ] N tests, listed below:"
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$tmp.log" | tail -n 1)
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$tmp.log" | tail -n 1)
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$tmp.log" | tail -n 1)
   p=${p:-0}
+  s=${s:-0}
   f=${f:-0}
   # A crash or a timeout before GoogleTest's summary counts as one failed case.
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   cases_passed=$((cases_passed + p))
+  cases_skipped=$((cases_skipped + s))
   cases_failed=$((cases_failed + f))
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   if [ "$status" -eq 0 ]; then
-    echo "TEST $path PASS ($p cases, ${secs} s)"
+    echo "TEST $path PASS ($p cases, $s skipped, ${secs} s)"
   else
     failed=$((failed + 1))
     echo "TEST $path FAIL (exit $status, $p cases passed, $f failed, ${secs} s)"
@@ -66,7 +70,7 @@ while read -r path filter; do
   fi
   rm -rf "$tmp" "$tmp.log"
 done </tests.txt
-echo "SUMMARY $tests tests, $failed failed; cases: $cases_passed passed, $cases_failed failed"
+echo "SUMMARY $tests tests, $failed failed; cases: $cases_passed passed, $cases_skipped skipped, $cases_failed failed"
 # run_arm_tests.sh --bench: commands to measure, each line's output prefixed by BENCH.
 if [ -s /bench.txt ]; then
   while read -r command; do

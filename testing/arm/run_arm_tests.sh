@@ -19,7 +19,8 @@
 # --boot (aarch64 only) runs no tests either but the boot test (testing/initramfs/boot_test.sh)
 # with the board's hotring as the initramfs's /init, on qemu-system-aarch64's virt machine.
 # Prints the guest's `TEST path PASS|FAIL` lines and a failed test's output, then one closing
-# line "arm tests (ARCH): N passed, M failed" counting GoogleTest cases, as run_tests.sh does.
+# line "arm tests (ARCH): N passed, S skipped, M failed" counting GoogleTest cases, as
+# run_tests.sh does.
 # Exit status: 0 only when every test passed and the guest reported its summary.
 #
 # The kernel (linux-image-*-arm64 / linux-image-*-armmp-lpae) and busybox-static of the
@@ -168,12 +169,13 @@ if [ -z "$summary" ]; then
   echo "run_arm_tests.sh: the guest ended without a summary (qemu exit $status); console: $log" >&2
   tail -n 20 "$log" >&2
   cat "$log.qemu" >&2
-  echo "arm tests ($arch): 0 passed, 1 failed"
+  echo "arm tests ($arch): 0 passed, 0 skipped, 1 failed"
   exit 1
 fi
-# SUMMARY T tests, F failed; cases: P passed, C failed
+# SUMMARY T tests, F failed; cases: P passed, S skipped, C failed
 tests_failed=$(echo "$summary" | sed -n 's/.* tests, \([0-9]*\) failed;.*/\1/p')
 cases_passed=$(echo "$summary" | sed -n 's/.*cases: \([0-9]*\) passed.*/\1/p')
-cases_failed=$(echo "$summary" | sed -n 's/.*passed, \([0-9]*\) failed$/\1/p')
-echo "arm tests ($arch): $cases_passed passed, $cases_failed failed"
+cases_skipped=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped,.*/\1/p')
+cases_failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed$/\1/p')
+echo "arm tests ($arch): $cases_passed passed, ${cases_skipped:-0} skipped, $cases_failed failed"
 [ "$tests_failed" = 0 ] && [ "$cases_failed" = 0 ]

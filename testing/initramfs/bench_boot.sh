@@ -202,7 +202,9 @@ launch() {
   fi
 }
 results="$work/results.txt"  # image smp run kernel_to_init_ms init_to_settled_ms modules busy_ms idle_ms
+failed_boots="$work/failed.txt"  # image smp run qemu_status: boots that printed no time line
 : >"$results"
+: >"$failed_boots"
 for run in $(seq 1 "$runs"); do
   for smp in $smps; do
     for i in $images; do
@@ -233,6 +235,7 @@ for run in $(seq 1 "$runs"); do
       settled_ms=$(echo "$line" | sed -n 's/.*settled_ms=\([0-9.]*\).*/\1/p')
       if [ -z "$init_ms" ] || [ -z "$settled_ms" ]; then
         echo "bench_boot: $i smp $smp run $run: no time line (qemu $status), see $log" >&2
+        echo "$i $smp $run $status" >>"$failed_boots"
         continue
       fi
       cpu=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: cpu //p' | head -n 1)
@@ -245,8 +248,10 @@ done
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo
-echo "bench boot: $kernel, qemu TCG, $runs runs interleaved, medians (ms)"
-printf '%-34s %4s %16s %18s %8s %10s %9s %9s\n' image vCPUs "kernel->/init" "/init->settled" modules "image KiB" "CPU busy" "CPU idle"
+# A boot that printed no time line is left out of its medians: "boots" says how many of the
+# runs each median is over.
+echo "bench boot: $kernel, qemu TCG, $runs runs interleaved, medians (ms) of the boots that printed their times"
+printf '%-34s %4s %6s %16s %18s %8s %10s %9s %9s\n' image vCPUs boots "kernel->/init" "/init->settled" modules "image KiB" "CPU busy" "CPU idle"
 for smp in $smps; do
   for i in $images; do
     label=$i
@@ -267,6 +272,15 @@ for smp in $smps; do
     m=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s {print $6}' "$results" | median)
     b=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s && $7 != "-" {print $7}' "$results" | median)
     d=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s && $8 != "-" {print $8}' "$results" | median)
-    printf '%-34s %4s %16s %18s %8s %10s %9s %9s\n' "$label" "$smp" "$k" "$t" "$m" "$(du -k "$(image_file "$i")" | cut -f1)" "$b" "$d"
+    ok=$(awk -v i="$i" -v s="$smp" '$1 == i && $2 == s' "$results" | wc -l)
+    printf '%-34s %4s %6s %16s %18s %8s %10s %9s %9s\n' "$label" "$smp" "$ok/$runs" "$k" "$t" "$m" "$(du -k "$(image_file "$i")" | cut -f1)" "$b" "$d"
   done
 done
+total=$(( runs * $(echo $smps | wc -w) * $(echo $images | wc -w) ))
+lost=$(wc -l <"$failed_boots")
+if [ "$lost" -eq 0 ]; then
+  echo "bench boot: all $total boots printed their times"
+else
+  echo "bench boot: $lost of $total boots printed no time line and are not in the medians (image vCPUs run qemu-exit):"
+  sed 's/^/  /' "$failed_boots"
+fi

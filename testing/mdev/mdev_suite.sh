@@ -15,6 +15,7 @@ export LC_ALL=C
 # chroot lives in /usr/sbin, which a test runner's PATH may leave out.
 export PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin"
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 MDEV_BIN=${1:?usage: mdev_suite.sh MDEV_BINARY [--hotring] [STATIC_SH]}
 shift
 HOTRING_CASES=0
@@ -32,8 +33,8 @@ case "$SH_BIN" in /*) ;; *) SH_BIN="$PWD/$SH_BIN" ;; esac
 case "$(file -b -L "$MDEV_BIN")" in
   *static*) ;;
   *)
-    echo "mdev suite: skipped, $MDEV_BIN is not a static binary (a sanitizer build?)"
-    exit 0
+    . "$HERE/../skip_test.sh"
+    skip_test mdev_suite "$MDEV_BIN is not a static binary (a sanitizer build?)"
     ;;
 esac
 
