@@ -21,7 +21,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/udev/control_message.h"
@@ -41,7 +40,6 @@ using ::hotring::testing::DaemonProcess;
 using ::hotring::testing::HandlerRecorder;
 using ::hotring::testing::HandlerRun;
 using ::hotring::testing::PathExists;
-using ::hotring::testing::ScaledForEmulation;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -112,20 +110,18 @@ class UdevControlTest : public ::testing::Test {
   void Open(const std::string& gate) { std::ofstream(gate) << "go\n"; }
   // Waits until a WAIT_FOR handler waits at `gate` (it runs).
   void AwaitWaiting(const std::string& gate) {
-    const absl::Time deadline = absl::Now() + ScaledForEmulation(absl::Seconds(60));
-    while (!PathExists(gate + ".waiting") && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-    ASSERT_TRUE(PathExists(gate + ".waiting")) << "the handler never started";
+    ASSERT_TRUE(testing::WaitUntil([&] { return PathExists(gate + ".waiting"); }))
+        << "the handler never started";
   }
   // Waits until `control status` says `key` is `value`.
   void AwaitCounter(const DaemonProcess& daemon, const std::string& key, uint64_t value) {
-    const absl::Time deadline = absl::Now() + ScaledForEmulation(absl::Seconds(60));
     uint64_t seen = 0;
-    while (absl::Now() < deadline) {
+    const bool reached = testing::WaitUntil([&] {
       seen = Counters(daemon)[key];
-      if (seen == value) return;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    FAIL() << key << " stayed " << seen << ", want " << value << "\n" << daemon.Log();
+      return seen == value;
+    });
+    ASSERT_TRUE(reached) << key << " stayed " << seen << ", want " << value << "\n"
+                         << daemon.Log();
   }
 
   std::vector<HandlerRun> Runs() const { return recorder_.RunsUnder(kPrefix); }
