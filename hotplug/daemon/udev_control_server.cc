@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/daemon/netlink_drain.h"
@@ -89,7 +90,7 @@ Task<void> UdevControlServer::Serve() {
 Task<void> UdevControlServer::Converse(UniqueFd connection) {
   // udevd takes a connection only when no uevent waits to be read (its listening socket has
   // the lowest priority of its event loop): a ping then finds every earlier uevent queued.
-  if (netlink_fd_ >= 0) co_await AwaitNetlinkRead(reactor_, netlink_fd_);
+  if (netlink_fd_ >= 0) co_await AwaitUeventsRead();
   for (;;) {
     io::ReceivedMessage received =
         co_await io::RecvMsg(reactor_, connection.get(),
@@ -118,6 +119,19 @@ Task<void> UdevControlServer::Converse(UniqueFd connection) {
     }
     if (message->type != static_cast<int32_t>(udev::ControlType::kEndMessages)) ++messages_;
     if (!Act(*message)) co_return;
+  }
+}
+
+Task<void> UdevControlServer::AwaitUeventsRead() {
+  absl::Duration pause = absl::Milliseconds(1);
+  for (;;) {
+    co_await AwaitNetlinkRead(reactor_, netlink_fd_);
+    // At --max-pending the netlink source stops reading, but its multishot receive stays armed:
+    // uevents the kernel has already moved into the receive ring no longer show on the socket,
+    // and the flow takes them only once room frees. Until then they are unread too.
+    if (!flow_.Full()) co_return;
+    (void)co_await io::Sleep(reactor_, pause);
+    pause = std::min(pause * 2, absl::Milliseconds(50));
   }
 }
 

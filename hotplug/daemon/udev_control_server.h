@@ -52,6 +52,9 @@ class UdevControlServer {
       : reactor_(reactor), fd_(std::move(fd)), flow_(flow) {}
   // One client: its messages, until it has sent everything, EXIT, a bad message or silence.
   Task<void> Converse(UniqueFd connection);
+  // Resumes once every uevent the kernel queued before the call was handed to the flow (in the
+  // socket or in the receive ring): then a ping is answered, as udevd answers it.
+  Task<void> AwaitUeventsRead();
   // Acts on one message; false when the conversation ends (END, EXIT).
   bool Act(const udev::ControlMessage& message);
   void SetEnv(const std::string& assignment);

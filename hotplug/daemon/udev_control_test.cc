@@ -357,8 +357,10 @@ TEST_F(UdevControlTest, PropertiesReachHandlersStartedAfterThem) {
   ASSERT_EQ(Udevadm({"settle", "--timeout=60"}).exit_code, 0);
   const std::vector<HandlerRun> runs = Runs();
   ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].seqnum, Seq(0));
   EXPECT_THAT(runs[0].env_keys, HasSubstr("HOTRING_GLOBAL_A,HOTRING_GLOBAL_B"));
-  EXPECT_THAT(runs[1].env_keys, Not(HasSubstr("HOTRING_GLOBAL_A")));
+  EXPECT_EQ(runs[1].seqnum, Seq(1));
+  EXPECT_THAT(runs[1].env_keys, Not(HasSubstr("HOTRING_GLOBAL_A"))) << daemon.Log();
   EXPECT_THAT(runs[1].env_keys, HasSubstr("HOTRING_GLOBAL_B"));
   // udevadm itself refuses a property without '='.
   EXPECT_NE(Udevadm({"control", "-p", "NOEQUALS"}).exit_code, 0);
