@@ -7,6 +7,7 @@
 // needs, so nothing depends on timing.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -62,6 +63,9 @@ class UdevControlTest : public ::testing::Test {
   void SetUp() override {
     if (absl::IsUnavailable(*entered_)) GTEST_SKIP() << entered_->message();
     ASSERT_TRUE(entered_->ok()) << *entered_;
+    // Each test starts with an empty /run/udev: no socket or queue file of the test before.
+    ASSERT_EQ(::mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0) << "mount(/run)";
+    ASSERT_EQ(::mkdir("/run/udev", 0755), 0);
     std::optional<std::string> udevadm = testing::DebianUdevadm();
     if (!udevadm.has_value()) {
       GTEST_SKIP() << "Debian's udevadm is not installed (/usr/bin/udevadm; apt-get install udev)";
