@@ -213,8 +213,7 @@ absl::StatusOr<FlagsParsed> FlagSet::Parse(const std::vector<std::string>& args,
     return absl::OkStatus();
   };
   auto help = [&] {
-    const std::string usage = Usage();
-    std::fputs(usage.c_str(), help_out);
+    if (help_out != nullptr) std::fputs(Usage().c_str(), help_out);
     return FlagsParsed::kHelpShown;
   };
   bool flags_ended = false;

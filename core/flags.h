@@ -100,7 +100,7 @@ class FlagSet {
   FlagSet& Text(absl::string_view line);
 
   // Parses `args` (the command's, without its name). "--help"/"-h" (unless declared otherwise)
-  // prints the usage to `help_out` and returns kHelpShown.
+  // prints the usage to `help_out` (null: nowhere) and returns kHelpShown.
   [[nodiscard]] absl::StatusOr<FlagsParsed> Parse(const std::vector<std::string>& args,
                                                   std::FILE* help_out = stdout) const;
   // The usage text: the synopsis, then one line per flag (names, value, help) and the texts.

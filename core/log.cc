@@ -20,11 +20,12 @@ namespace hotring {
 namespace {
 
 // Logging configuration is process-wide by nature (every component writes to the same place);
-// it is set once at start-up and only read afterwards.
+// it is set once at start-up and only read afterwards, except for the level (SetLogLevel).
 struct LogConfig {
   // Atomic: a failed /dev/kmsg write moves every thread's lines to stderr at once.
   std::atomic<LogSink> sink{LogSink::kStderr};
-  LogLevel max_level = LogLevel::kNotice;
+  // Atomic: `udevadm control --log-level` changes it while pool threads may log.
+  std::atomic<LogLevel> max_level{LogLevel::kNotice};
   std::string tag = "hotring";
   UniqueFd kmsg;  // /dev/kmsg, the --log-file, or the socket syslog lines are sent from
   sockaddr_un syslog_address{};
@@ -134,7 +135,7 @@ std::string FormatFileLine(LogLevel level, absl::string_view tag, absl::Time now
 absl::Status InitLogging(LogSink sink, LogLevel max_level, absl::string_view tag,
                          absl::string_view path) {
   LogConfig& config = Config();
-  config.max_level = max_level;
+  config.max_level.store(max_level, std::memory_order_relaxed);
   config.tag = std::string(tag);
   config.sink.store(LogSink::kStderr);
   config.kmsg.Reset();
@@ -178,7 +179,20 @@ bool ParseLogLevel(absl::string_view text, LogLevel* level) {
 }
 
 bool LogEnabled(LogLevel level) {
-  return static_cast<int>(level) <= static_cast<int>(Config().max_level);
+  return static_cast<int>(level) <=
+         static_cast<int>(Config().max_level.load(std::memory_order_relaxed));
+}
+
+void SetLogLevel(LogLevel max_level) {
+  Config().max_level.store(max_level, std::memory_order_relaxed);
+}
+
+LogLevel CurrentLogLevel() { return Config().max_level.load(std::memory_order_relaxed); }
+
+LogLevel LogLevelFromSyslog(int priority) {
+  if (priority <= static_cast<int>(LogLevel::kError)) return LogLevel::kError;
+  if (priority >= static_cast<int>(LogLevel::kDebug)) return LogLevel::kDebug;
+  return static_cast<LogLevel>(priority);
 }
 
 void LogLine(LogLevel level, absl::string_view message) {

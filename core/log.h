@@ -42,6 +42,15 @@ absl::Status InitLogging(LogSink sink, LogLevel max_level, absl::string_view tag
 
 [[nodiscard]] bool LogEnabled(LogLevel level);
 
+// Changes the most verbose level written, while the program runs (`udevadm control
+// --log-level`); the sink stays.
+void SetLogLevel(LogLevel max_level);
+[[nodiscard]] LogLevel CurrentLogLevel();
+
+// A syslog priority (0 emerg .. 7 debug) as a level: the ones above error (emerg, alert, crit)
+// become error, which hotring's most severe lines use.
+[[nodiscard]] LogLevel LogLevelFromSyslog(int priority);
+
 // Writes one line (a trailing newline is added; embedded newlines are replaced).
 void LogLine(LogLevel level, absl::string_view message);
 

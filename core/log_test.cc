@@ -142,6 +142,31 @@ TEST(LogTest, NoneWritesNothing) {
   ASSERT_TRUE(InitLogging(LogSink::kStderr, LogLevel::kNotice).ok());
 }
 
+TEST(LogTest, LevelChangesWhileRunning) {
+  ASSERT_TRUE(InitLogging(LogSink::kStderr, LogLevel::kNotice, "hr").ok());
+  const std::string out = CaptureStderr([] {
+    LogInfo("before");
+    SetLogLevel(LogLevel::kDebug);
+    LogDebug("after");
+    SetLogLevel(LogLevel::kError);
+    LogWarning("quiet");
+  });
+  EXPECT_EQ(out, "hr: debug: after\n");
+  EXPECT_EQ(CurrentLogLevel(), LogLevel::kError);
+}
+
+TEST(LogTest, SyslogPriorities) {
+  EXPECT_EQ(LogLevelFromSyslog(0), LogLevel::kError);  // emerg
+  EXPECT_EQ(LogLevelFromSyslog(2), LogLevel::kError);  // crit
+  EXPECT_EQ(LogLevelFromSyslog(3), LogLevel::kError);
+  EXPECT_EQ(LogLevelFromSyslog(4), LogLevel::kWarning);
+  EXPECT_EQ(LogLevelFromSyslog(5), LogLevel::kNotice);
+  EXPECT_EQ(LogLevelFromSyslog(6), LogLevel::kInfo);
+  EXPECT_EQ(LogLevelFromSyslog(7), LogLevel::kDebug);
+  EXPECT_EQ(LogLevelFromSyslog(-1), LogLevel::kError);
+  EXPECT_EQ(LogLevelFromSyslog(99), LogLevel::kDebug);
+}
+
 TEST(LogTest, ParseLevel) {
   LogLevel level;
   ASSERT_TRUE(ParseLogLevel("debug", &level));

@@ -10,6 +10,13 @@
 
 namespace hotring::hotplug {
 
+std::optional<absl::string_view> GlobalProperties::Get(absl::string_view key) const {
+  for (const auto& [k, v] : entries) {
+    if (k == key) return absl::string_view(v);
+  }
+  return std::nullopt;
+}
+
 Task<HandlerResult> HandlerChain::Handle(io::Reactor& reactor, const Event& event) {
   HandlerResult last;
   for (const std::unique_ptr<Handler>& link : links_) {
@@ -97,8 +104,16 @@ Task<HandlerResult> ExecHandler::Handle(io::Reactor& reactor, const Event& event
   request.argv = {options_.program, event.subsystem};
   bool has_home = false;
   bool has_path = false;
-  request.envp.reserve(event.env.size() + 2);
+  // Taken once, at the start: a change while the program runs is for the next events.
+  const std::shared_ptr<const GlobalProperties> globals = globals_;
+  request.envp.reserve(event.env.size() + globals->entries.size() + 2);
   for (const auto& [key, value] : event.env) {
+    has_home |= key == "HOME";
+    has_path |= key == "PATH";
+    request.envp.push_back(absl::StrCat(key, "=", value));
+  }
+  for (const auto& [key, value] : globals->entries) {
+    if (event.Get(key).has_value()) continue;  // the event's own value wins
     has_home |= key == "HOME";
     has_path |= key == "PATH";
     request.envp.push_back(absl::StrCat(key, "=", value));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,19 @@ class StepRecorder {
   virtual void LetDevicesBelowStart(const Event& event) {}
 };
 
+// Properties every event handled from now on gets where it has none of its own: udevd's global
+// properties, set and unset by `udevadm control --property KEY=VALUE` / `KEY=`. Where a link
+// reads them: the udev rules link as udevd 252 does (an ENV{KEY} match on a device without KEY
+// compares with the global value; nothing else sees them), the --exec link adds them to its
+// program's environment. Immutable: the daemon makes a new one at each change and hands it to
+// the chain (Handler::SetGlobalProperties); a link takes the current one when an event starts
+// and keeps it for that event. Owns its strings.
+struct GlobalProperties {
+  std::vector<std::pair<std::string, std::string>> entries;  // in the order first set
+  // The value of `key`, or nullopt.
+  [[nodiscard]] std::optional<absl::string_view> Get(absl::string_view key) const;
+};
+
 // Handles events. Implementations own whatever they need (a Spawner, parsed rules).
 class Handler {
  public:
@@ -69,6 +83,9 @@ class Handler {
   // Gives the stage a place to report steps (borrowed: it outlives the handler's use of it;
   // null: none). The default reports nothing.
   virtual void SetStepRecorder(StepRecorder* recorder) {}
+  // The global properties for events started from now on (never null). A link that has no use
+  // for them keeps the default, which ignores them.
+  virtual void SetGlobalProperties(std::shared_ptr<const GlobalProperties> properties) {}
 };
 
 // The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
@@ -89,6 +106,9 @@ class HandlerChain final : public Handler {
   void SetStepRecorder(StepRecorder* recorder) override {
     for (const std::unique_ptr<Handler>& link : links_) link->SetStepRecorder(recorder);
   }
+  void SetGlobalProperties(std::shared_ptr<const GlobalProperties> properties) override {
+    for (const std::unique_ptr<Handler>& link : links_) link->SetGlobalProperties(properties);
+  }
   [[nodiscard]] bool empty() const { return links_.empty(); }
 
  private:
@@ -102,8 +122,9 @@ class NullHandler final : public Handler {
   [[nodiscard]] std::string Name() const override { return "none"; }
 };
 
-// Runs PROGRAM with argv [PROGRAM, SUBSYSTEM] and the event's environment (plus HOME and PATH
-// as the kernel's uevent helper gets them, unless the event has its own), like /sbin/hotplug.
+// Runs PROGRAM with argv [PROGRAM, SUBSYSTEM] and the event's environment (plus the global
+// properties the event does not have, and HOME and PATH as the kernel's uevent helper gets them,
+// unless the event has its own), like /sbin/hotplug.
 class ExecHandler final : public Handler {
  public:
   struct Options {
@@ -117,6 +138,9 @@ class ExecHandler final : public Handler {
   [[nodiscard]] std::string Name() const override { return "exec"; }
   // "exec pid 42: /lib/hotring/handler block".
   [[nodiscard]] std::string Describe(const Event& event) const override;
+  void SetGlobalProperties(std::shared_ptr<const GlobalProperties> properties) override {
+    globals_ = std::move(properties);
+  }
 
  private:
   ExecHandler(Options options, std::unique_ptr<io::process::Spawner> spawner)
@@ -126,6 +150,7 @@ class ExecHandler final : public Handler {
   // The child's pid by event (the daemon keeps each running event at a stable address); entries
   // live from the child's start to the end of Handle, also when the handling task is dropped.
   absl::flat_hash_map<const Event*, pid_t> running_;
+  std::shared_ptr<const GlobalProperties> globals_ = std::make_shared<const GlobalProperties>();
 };
 
 }  // namespace hotring::hotplug

@@ -45,9 +45,10 @@ absl::StatusOr<UniqueFd> BindUnix(int type, absl::string_view name) {
     }
     return ErrnoStatus(absl::StrCat("bind(", name, ")"));
   }
-  // A path that exists: live if something answers a connect, else a leftover from a crash.
-  HOTRING_ASSIGN_OR_RETURN(UniqueFd probe, UnixSocket(type));
-  if (::connect(probe.get(), address.get(), address.length) == 0) {
+  // A path that exists: live if something answers a connect, else a leftover from a crash. The
+  // probe does not block: a listener whose backlog is full (EAGAIN) is live too.
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd probe, UnixSocket(type | SOCK_NONBLOCK));
+  if (::connect(probe.get(), address.get(), address.length) == 0 || errno == EAGAIN) {
     return absl::AlreadyExistsError(
         absl::StrCat("socket ", name, " is already in use (another daemon is running)"));
   }

@@ -38,6 +38,8 @@ class HandlerRecorder {
   HandlerRecorder();
   // The program to pass to `daemon --exec`.
   [[nodiscard]] const std::string& handler() const { return handler_; }
+  // The temp dir (record.log, and room for a test's gate files).
+  [[nodiscard]] const std::string& dir() const { return dir_; }
   [[nodiscard]] std::vector<HandlerRun> Runs() const;
   // Runs whose DEVPATH starts with `prefix` (tests with netlink also see host devices).
   [[nodiscard]] std::vector<HandlerRun> RunsUnder(absl::string_view prefix) const;

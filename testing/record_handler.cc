@@ -11,6 +11,7 @@
 //   FLOOD=N        write N bytes of output lines to stdout
 //   GRANDCHILD=1   fork a grandchild that keeps stdout open for 30 s, then exit
 //   EXIT=N         exit with N after recording
+//   WAIT_FOR=PATH  create PATH.waiting, then wait until PATH exists (at most 60 s)
 // <fds> is the list of open descriptors ("0,1,2"), <ENVHASH> the sorted KEY list joined by ','.
 #include <dirent.h>
 #include <fcntl.h>
@@ -125,6 +126,13 @@ int main(int argc, char** argv) {
       const ssize_t n = write(1, chunk.data(), std::min<long long>(left, chunk.size()));
       if (n <= 0) break;
       left -= n;
+    }
+  }
+  if (const std::string gate = Env("WAIT_FOR"); gate != "-") {
+    Append(gate + ".waiting", std::to_string(getpid()) + "\n");
+    for (int i = 0; i < 6000 && access(gate.c_str(), F_OK) != 0; ++i) {
+      timespec ts{0, 10 * 1000000};
+      nanosleep(&ts, nullptr);
     }
   }
   if (const std::string ms = Env("SLEEP_MS"); ms != "-") {

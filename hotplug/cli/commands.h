@@ -24,6 +24,8 @@ int TriggerCommand(const std::vector<std::string>& args);
 // one launcher every daemon starts with.
 int MdevCommand(const std::vector<std::string>& args);
 int ReportCommand(const std::vector<std::string>& args);
+// `systemd-udevd` / `udevd` (argv[0]) and `hotring udevd`: a drop-in for systemd-udevd 252.
+int UdevdCommand(const std::vector<std::string>& args);
 // Probes the kernel's io_uring and says what hotring can use.
 int SelfCheckCommand(const std::vector<std::string>& args);
 

@@ -1,5 +1,6 @@
 // `hotring daemon`: its flags, then the daemon through the one launcher (hotplug/daemon/
-// launch.h) with the handler chain the flags ask for.
+// launch.h) with the handler chain the flags ask for. The flags and the launch are shared with
+// the systemd-udevd drop-in (daemon_config.h).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "hotplug/cli/commands.h"
+#include "hotplug/cli/daemon_config.h"
 #include "hotplug/cli/handler_chain.h"
 #include "hotplug/daemon/daemon.h"
 #include "hotplug/daemon/launch.h"
@@ -22,17 +24,13 @@
 namespace hotring::hotplug {
 namespace {
 
-// Everything `hotring daemon` is told. Owns its options.
-struct DaemonConfig {
-  DaemonOptions daemon;
-  ChainOptions chain;
-  LogLevel level = LogLevel::kNotice;
-  // --log-kmsg, --log-file, --log-syslog; unset: stderr, or /dev/kmsg once daemonized.
-  std::optional<LogSink> sink;
-  std::string log_path;  // --log-file
-  std::optional<int> ready_fd;
-  bool daemonize = false;
-};
+// `--udev-control[=PATH]`'s default: where udevadm and libudev look.
+constexpr char kUdevControl[] = "/run/udev/control";
+
+// The queue file beside a udev control socket: udevadm and libudev look for them side by side.
+std::string QueueBeside(const std::string& control) {
+  return control.substr(0, control.rfind('/') + 1) + "queue";
+}
 
 // The event flow's own flags: sockets, ordering, bounds, timeline.
 void AddFlowFlags(FlagSet& flags, DaemonOptions& options) {
@@ -79,7 +77,30 @@ void AddFlowFlags(FlagSet& flags, DaemonOptions& options) {
       .Int("--timeline-keep", "N", &options.timeline_keep, 0, 10'000'000,
            "timeline lines kept in memory for `report` (default 4096)")
       .String("--probe-dev-root", "DIR", &options.probe_dev_root,
-              "where DEVNAME nodes are for settle --for LABEL=, PARTUUID=.. (default /dev)");
+              "where DEVNAME nodes are for settle --for LABEL=, PARTUUID=.. (default /dev)")
+      .OptionalValue("--udev-control", "PATH",
+                     "serve udev 252's control socket (udevadm control, udevadm settle) at PATH "
+                     "(default /run/udev/control), and the queue file beside it",
+                     [&options](std::optional<absl::string_view> v) -> absl::Status {
+                       options.udev_control = v.has_value() ? std::string(*v) : kUdevControl;
+                       if (options.udev_control.empty() || options.udev_control[0] != '/') {
+                         return absl::InvalidArgumentError("wants an absolute path");
+                       }
+                       if (options.udev_queue.empty()) {
+                         options.udev_queue = QueueBeside(options.udev_control);
+                       }
+                       return absl::OkStatus();
+                     })
+      .OptionalValue("--udev-queue", "PATH",
+                     "keep udevd's queue file at PATH (default /run/udev/queue) while events are "
+                     "held, queued or running (libudev's udev_queue, udevadm settle)",
+                     [&options](std::optional<absl::string_view> v) -> absl::Status {
+                       options.udev_queue = v.has_value() ? std::string(*v) : "/run/udev/queue";
+                       if (options.udev_queue.empty() || options.udev_queue[0] != '/') {
+                         return absl::InvalidArgumentError("wants an absolute path");
+                       }
+                       return absl::OkStatus();
+                     });
 }
 
 // How the daemon logs and tells its starter that it serves.
@@ -119,38 +140,37 @@ void AddProcessFlags(FlagSet& flags, DaemonConfig& config) {
 // or --log-syslog that cannot be opened is a start-up error.
 absl::Status SetUpLogging(const DaemonConfig& config) {
   const LogSink sink = config.sink.value_or(config.daemonize ? LogSink::kKmsg : LogSink::kStderr);
-  const absl::Status logging = InitLogging(sink, config.level, "hotring", config.log_path);
+  const absl::Status logging = InitLogging(sink, config.level, config.log_tag, config.log_path);
   if (logging.ok() || sink != LogSink::kKmsg) return logging;
   if (!config.daemonize) {
-    (void)InitLogging(LogSink::kStderr, config.level);
+    (void)InitLogging(LogSink::kStderr, config.level, config.log_tag);
     LogWarning("cannot log to /dev/kmsg (%s); logging to stderr", logging.ToString());
     return absl::OkStatus();
   }
   (void)InitLogging(LogSink::kNone, config.level);
   if (config.sink.has_value()) {
     // Asked for: the caller's stderr is still ours until the daemon serves.
-    std::fprintf(stderr, "hotring daemon: cannot log to /dev/kmsg (%s); not logging\n",
-                 logging.ToString().c_str());
+    std::fprintf(stderr, "%s: cannot log to /dev/kmsg (%s); not logging\n",
+                 config.log_tag.c_str(), logging.ToString().c_str());
   }
   return absl::OkStatus();
 }
 
+
 }  // namespace
 
-int DaemonCommand(const std::vector<std::string>& args) {
-  DaemonConfig config;
-  FlagSet flags("daemon", "usage: hotring daemon [options]");
+void AddDaemonFlags(FlagSet& flags, DaemonConfig& config) {
   AddFlowFlags(flags, config.daemon);
   AddChainFlags(flags, config.chain);
   AddProcessFlags(flags, config);
-  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+}
+
+int LaunchConfiguredDaemon(DaemonConfig config, LaunchOptions launch) {
   if (config.chain.udev_compat && config.daemon.rebroadcast_group == udev::kUdevMonitorGroup) {
     // libudev would take the kernel-format copies on group 2 for udev's own announcements.
-    return ReportError("daemon", absl::InvalidArgumentError(
-                                     "--rebroadcast 2 and --udev-compat both send on group 2"));
+    return ReportError(launch.name, absl::InvalidArgumentError(
+                                        "--rebroadcast 2 and --udev-compat both send on group 2"));
   }
-  LaunchOptions launch;
-  launch.name = "hotring daemon";
   launch.daemonize = config.daemonize;
   launch.ready_fd = config.ready_fd;
   if (const char* notify_socket = std::getenv("NOTIFY_SOCKET"); notify_socket != nullptr) {
@@ -163,6 +183,16 @@ int DaemonCommand(const std::vector<std::string>& args) {
     return BuildHandlerChain(std::move(config.chain), sysfs_root);
   };
   return LaunchDaemon(std::move(config.daemon), std::move(launch));
+}
+
+int DaemonCommand(const std::vector<std::string>& args) {
+  DaemonConfig config;
+  FlagSet flags("daemon", "usage: hotring daemon [options]");
+  AddDaemonFlags(flags, config);
+  if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  LaunchOptions launch;
+  launch.name = "hotring daemon";
+  return LaunchConfiguredDaemon(std::move(config), std::move(launch));
 }
 
 }  // namespace hotring::hotplug

@@ -89,6 +89,10 @@ constexpr Command kCommands[] = {
      "modprobe"},
     {"", "udevadm", "VERB", "systemd 252's udevadm (also as a program named udevadm)",
      udevadm::UdevadmMain, "udevadm"},
+    {"", "udevd", "[-d] [-D] [-c N] [-t S] [-N ...]",
+     "systemd-udevd 252 as a drop-in: udev's control socket and queue file for Debian's\n"
+     "udevadm (also as a program named systemd-udevd or udevd)",
+     UdevdCommand, "systemd-udevd|udevd"},
     {"", "bench", "NAME", "benchmarks (`hotring bench` lists them)", BenchCommand},
     {"", "selfcheck", "", "probe the kernel's io_uring and report what hotring can use",
      SelfCheckCommand},

@@ -16,7 +16,7 @@ namespace {
 TEST(RegistryTest, HasEveryCommandOnce) {
   for (const char* name :
        {"daemon", "send", "settle", "control", "monitor", "trigger", "report", "record", "replay",
-        "mdev", "init", "modprobe", "bench", "selfcheck", "--version", "version", "help",
+        "mdev", "init", "modprobe", "udevd", "udevadm", "bench", "selfcheck", "--version", "version", "help",
         "--help"}) {
     const Command* command = FindCommand(CommandRegistry(), "", name);
     ASSERT_NE(command, nullptr) << name;
@@ -43,7 +43,11 @@ TEST(RegistryTest, HasEveryBenchmark) {
 
 TEST(RegistryTest, ProgramNamesAreTheirCommands) {
   const std::vector<std::pair<std::string, std::string>> programs = {
-      {"/sbin/mdev", "mdev"}, {"/init", "init"}, {"/sbin/modprobe", "modprobe"}};
+      {"/sbin/mdev", "mdev"},
+      {"/init", "init"},
+      {"/sbin/modprobe", "modprobe"},
+      {"/lib/systemd/systemd-udevd", "udevd"},
+      {"/sbin/udevd", "udevd"}};
   for (const auto& [argv0, name] : programs) {
     EXPECT_EQ(FindProgram(CommandRegistry(), argv0), FindCommand(CommandRegistry(), "", name))
         << argv0;

@@ -151,7 +151,7 @@ void ControlServer::HandleRequest(WireMessage message, const io::SocketAddress& 
     case ControlCommand::kExit:
       reply.message = "stopping";
       Reply(from, reply);
-      flow_.RequestStop("control exit");
+      flow_.RequestStop("control exit", StopMode::kDrain);
       return;
     case ControlCommand::kReload: {
       const absl::Status reloaded = flow_.Reload();

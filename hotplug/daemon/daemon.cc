@@ -1,8 +1,10 @@
 #include "hotplug/daemon/daemon.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -14,7 +16,6 @@
 #include "absl/strings/strip.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/daemon/pending.h"
 #include "hotplug/event_parser.h"
 #include "io/netlink.h"
 #include "io/ops.h"
@@ -82,6 +83,7 @@ Daemon::~Daemon() {
   workers_.CancelAll();
   services_.CancelAll();
   control_.reset();
+  udev_control_.reset();
   netlink_.reset();
   // The handler's own tasks (module loads) await on the reactor: they go before it does.
   handler_.reset();
@@ -127,6 +129,21 @@ absl::Status Daemon::Init() {
                                       *this, services_));
     settling_->SetNetlinkFd(netlink_->fd());
   }
+  if (!options_.udev_queue.empty()) {
+    const size_t slash = options_.udev_queue.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      const std::string dir = options_.udev_queue.substr(0, slash);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoStatus(absl::StrCat("mkdir(", dir, ")"));
+      }
+    }
+    udev_queue_.emplace(options_.udev_queue);
+  }
+  if (!options_.udev_control.empty()) {
+    HOTRING_ASSIGN_OR_RETURN(udev_control_,
+                             UdevControlServer::Bind(*reactor_, options_.udev_control, *this));
+    if (netlink_ != nullptr) udev_control_->SetNetlinkFd(netlink_->fd());
+  }
   // Inherited but not used (--no-netlink): not kept open for nothing.
   options_.netlink_fd.Reset();
   if (options_.rebroadcast_group != 0) {
@@ -153,20 +170,25 @@ Task<absl::Status> Daemon::Main() {
   started_at_ = MonoNow();
   services_.Spawn(control_->Serve());
   if (netlink_ != nullptr) services_.Spawn(netlink_->Receive());
+  if (udev_control_ != nullptr) services_.Spawn(udev_control_->Serve());
   services_.Spawn(ReorderTimer());
   services_.Spawn(TrimWhenIdle());
   TaskScope signal_scope;
   signal_scope.Spawn(WatchSignals());
-  LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s",
+  LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s%s",
             options_.socket, handler_->Name(), scheduler_.children_max(),
             absl::FormatDuration(options_.reorder_timeout),
             netlink_ == nullptr     ? ""
             : netlink_->inherited() ? ", kernel uevents on (inherited socket)"
-                                    : ", kernel uevents on");
+                                    : ", kernel uevents on",
+            udev_control_ == nullptr ? "" : absl::StrCat(", udev control ", options_.udev_control));
   if (options_.on_ready) options_.on_ready();
   while (!stopping_) co_await stop_.Wait();
-  // No more input; finish everything already accepted, held events included.
+  // No more input (and no more udev control clients: they are refused, as by an exiting udevd).
+  // Finish everything already accepted, held events included; or, after udevd's exit, only
+  // what runs.
   services_.CancelAll();
+  udev_control_.reset();
   ExpireResult rest = reorderer_.ReleaseAll();
   NoteMissing(rest.missing, "stopping");
   Release(rest.released, MonoNow());
@@ -177,18 +199,14 @@ Task<absl::Status> Daemon::Main() {
     workers_.CancelAll();
   }
   CheckIdle();
+  if (counters_.discarded > 0) {
+    LogNotice("%d held or queued events discarded (udevadm control --exit)", counters_.discarded);
+  }
+  udev_queue_.reset();  // also after a forced stop: nothing is pending once we are gone
   (void)timeline_.Flush();
   LogNotice("daemon stopped: %d received, %d handled, %d failed, %d timed out",
             counters_.received, counters_.handled, counters_.failed, counters_.timed_out);
   co_return absl::OkStatus();
-}
-
-void Daemon::RequestStop(absl::string_view why) {
-  if (stopping_) return;
-  LogNotice("stopping (%s): %d held, %d queued, %d running", why, reorderer_.held(),
-            scheduler_.queued(), scheduler_.running());
-  stopping_ = true;
-  stop_.NotifyAll();
 }
 
 Task<void> Daemon::WatchSignals() {
@@ -219,7 +237,7 @@ Task<void> Daemon::WatchSignals() {
         LogError("reload failed: %s", reloaded.ToString());
       }
     } else if (!stopping_) {
-      RequestStop(*sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      RequestStop(*sig == SIGTERM ? "SIGTERM" : "SIGINT", StopMode::kDrain);
     } else {
       force_stop_ = true;
       idle_.NotifyAll();
@@ -268,6 +286,7 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_
   const MonoTime now = MonoNow();
   if (event.seqnum.has_value()) {
     AcceptSequenced(std::move(event), std::move(ack), drop_when_full, now);
+    NoteBusy();
     return;
   }
   // No SEQNUM: no reordering; a retransmission is recognised by its cookie.
@@ -304,6 +323,13 @@ void Daemon::Accept(Event&& event, std::optional<AckTarget> ack, bool drop_when_
     }
   }
   Pump();
+  NoteBusy();
+}
+
+void Daemon::NoteBusy() {
+  // Checked after the event went as far as it could: one a handler finished at once (no task)
+  // never makes the file appear.
+  if (udev_queue_.has_value() && !Idle()) udev_queue_->Busy();
 }
 
 void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool drop_when_full,
@@ -412,6 +438,7 @@ void Daemon::Pump() {
     pump_again_ = true;
     return;
   }
+  if (exec_stopped_ && !discard_queued_) return;
   pumping_ = true;
   // The member keeps its capacity between calls; taken out so nothing else can touch it.
   std::vector<uint64_t> runnable = std::move(runnable_);
@@ -419,7 +446,13 @@ void Daemon::Pump() {
     pump_again_ = false;
     runnable.clear();
     scheduler_.TakeRunnable(runnable);
-    for (const uint64_t id : runnable) StartEvent(id);
+    for (const uint64_t id : runnable) {
+      if (discard_queued_) {
+        DiscardEvent(id);
+      } else {
+        StartEvent(id);
+      }
+    }
   } while (pump_again_);
   runnable_ = std::move(runnable);
   pumping_ = false;
@@ -492,14 +525,35 @@ void Daemon::FinishEvent(uint64_t id, const HandlerResult& result) {
                                               EncodeKernelUevent(event));
     if (!sent.ok()) LogWarning("rebroadcast: %s", sent.ToString());
   }
-  if (event.seqnum.has_value()) seqnum_to_id_.erase(*event.seqnum);
-  if (record.cookie != 0) {
-    if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
-  }
+  ForgetKeys(record);
   // The device's last handled state, for `settle --for`.
   settling_->Handled(std::move(record.event));
   // Nothing above inserts into events_, so the iterator is still valid.
-  events_.erase(record_it);
+  ReleaseSlot(record_it, id);
+}
+
+void Daemon::DiscardEvent(uint64_t id) {
+  const auto record_it = events_.find(id);
+  const EventRecord& record = record_it->second;
+  ++counters_.discarded;
+  LogDebug("%s: discarded", EventLabel(record.event));
+  for (const AckTarget& target : record.acks) {
+    control_->SendAck(target, record.event.seqnum, EventResult::kFailed);
+  }
+  ForgetKeys(record);
+  ReleaseSlot(record_it, id);
+}
+
+void Daemon::ForgetKeys(const EventRecord& record) {
+  if (record.event.seqnum.has_value()) seqnum_to_id_.erase(*record.event.seqnum);
+  if (record.cookie != 0) {
+    if (auto it = cookie_to_id_.find(record.cookie); it != cookie_to_id_.end()) it->second = 0;
+  }
+}
+
+void Daemon::ReleaseSlot(absl::node_hash_map<uint64_t, EventRecord>::iterator record,
+                         uint64_t id) {
+  events_.erase(record);
   if (const absl::Status finished = scheduler_.Finish(id); !finished.ok()) {
     LogError("scheduler: %s", finished.ToString());
   }
@@ -539,6 +593,7 @@ void Daemon::CountOutcome(const Event& event, const HandlerResult& result, absl:
 
 void Daemon::CheckIdle() {
   if (!Idle()) return;
+  if (udev_queue_.has_value()) udev_queue_->Idle();
   (void)timeline_.Flush();
   settling_->Idle();
   idle_.NotifyAll();
@@ -587,93 +642,5 @@ Task<void> Daemon::ReorderTimer() {
     CheckIdle();
   }
 }
-
-// ---- what the control server and the stages ask of the flow ----
-
-absl::Status Daemon::Reload() { return handler_->Reload(); }
-
-void Daemon::Step(const Event& event, absl::string_view what, MonoTime started,
-                  absl::Duration took, bool ok) {
-  // The record's time is the step's end (the report draws it back from there).
-  timeline_.Step(started + took, event, took, what, ok);
-}
-
-void Daemon::LetDevicesBelowStart(const Event& event) {
-  // The handler holds a reference to its record's event: find the record by that address
-  // (a few hundred live events at most, and once per event that loads a driver).
-  for (const auto& [id, record] : events_) {
-    if (&record.event != &event) continue;
-    if (const absl::Status released = scheduler_.ReleaseDescendants(id); !released.ok()) {
-      LogError("scheduler: %s", released.ToString());
-      return;
-    }
-    Pump();
-    return;
-  }
-}
-
-void Daemon::AppendStatus(std::vector<std::pair<std::string, std::string>>& fields) const {
-  auto add = [&](absl::string_view key, uint64_t value) {
-    fields.emplace_back(std::string(key), absl::StrCat(value));
-  };
-  add("received", counters_.received);
-  add("handled", counters_.handled);
-  add("failed", counters_.failed);
-  add("timed_out", counters_.timed_out);
-  add("killed", counters_.killed);
-  add("held", reorderer_.held());
-  add("queued", scheduler_.queued());
-  add("running", scheduler_.running());
-  add("reorder_timeouts", counters_.reorder_timeouts);
-  add("missing_seqnums", counters_.missing_seqnums);
-  if (netlink_ != nullptr) netlink_->AppendStatus(fields);
-  add("children_max", scheduler_.children_max());
-  add("ring_cq_overflows", reactor_->cq_overflows());
-  add("ring_cq_lost", reactor_->cq_lost());
-  add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
-  std::vector<std::pair<std::string, uint64_t>> stage_counters;
-  handler_->AppendCounters(stage_counters);
-  for (const auto& [key, value] : stage_counters) add(key, value);
-  std::vector<std::pair<std::string, uint64_t>> dropped(counters_.dropped.begin(),
-                                                        counters_.dropped.end());
-  std::sort(dropped.begin(), dropped.end());
-  for (const auto& [reason, count] : dropped) add(absl::StrCat("dropped_", reason), count);
-}
-
-ControlReply Daemon::PendingReply(uint32_t cookie) const {
-  std::vector<uint64_t> ids;
-  ids.reserve(events_.size());
-  for (const auto& [id, record] : events_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  std::vector<LiveEvent> live;
-  live.reserve(ids.size());
-  for (const uint64_t id : ids) {
-    const EventRecord& record = events_.find(id)->second;
-    live.push_back(LiveEvent{&record.event, record.released_at, record.started_at});
-  }
-  return PendingReport(
-      cookie, live, reorderer_,
-      PendingState{.queued = scheduler_.queued(),
-                   .running = scheduler_.running(),
-                   .children_max = scheduler_.children_max(),
-                   .reorder_timeout = options_.reorder_timeout},
-      [this](const Event& event) { return handler_->Describe(event); }, MonoNow());
-}
-
-BurstCounters Daemon::Burst() const {
-  BurstCounters burst;
-  burst.received = counters_.received;
-  burst.failed = counters_.failed + counters_.timed_out;
-  std::vector<std::pair<std::string, uint64_t>> stage_counters;
-  handler_->AppendCounters(stage_counters);
-  for (const auto& [key, value] : stage_counters) {
-    if (key == "modules_loaded") burst.modules_loaded = value;
-  }
-  burst.probe_errors = settling_->probe_errors();
-  burst.dropped = &counters_.dropped;
-  return burst;
-}
-
-void Daemon::BurstSettled() { burst_log_.Settled(MonoNow(), Burst()); }
 
 }  // namespace hotring::hotplug

@@ -33,6 +33,8 @@
 #include "hotplug/daemon/event_flow.h"
 #include "hotplug/daemon/netlink_source.h"
 #include "hotplug/daemon/settling.h"
+#include "hotplug/daemon/udev_control_server.h"
+#include "hotplug/daemon/udev_queue_file.h"
 #include "hotplug/drop_reason.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
@@ -80,6 +82,12 @@ struct DaemonOptions {
   // tiny to overflow the CQ under load (hidden option --ring-entries).
   unsigned ring_entries = 0;
   std::string probe_dev_root = "/dev";   // where DEVNAME nodes are, for LABEL=/UUID= probes
+  // udev 252's control socket (`udevadm control`, `udevadm settle`), e.g. /run/udev/control;
+  // empty: none. Bound after the daemon's own control socket.
+  std::string udev_control;
+  // udevd's queue file, present while events are held, queued or running (libudev's
+  // udev_queue, `udevadm settle`), e.g. /run/udev/queue; empty: none.
+  std::string udev_queue;
 };
 
 // Counters of the event flow, reported by `hotring control status`.
@@ -91,6 +99,7 @@ struct DaemonCounters {
   uint64_t killed = 0;
   uint64_t reorder_timeouts = 0;  // times held events were released by the timeout
   uint64_t missing_seqnums = 0;   // SEQNUMs given up on
+  uint64_t discarded = 0;         // held or queued when `udevadm control --exit` came
   absl::flat_hash_map<std::string, uint64_t> dropped;  // by reason name
 };
 
@@ -128,12 +137,16 @@ class Daemon final : private EventFlow, private StepRecorder {
   [[nodiscard]] absl::flat_hash_set<std::string> LiveDevpaths() const override;
   using EventFlow::Drop;
   void Drop(absl::string_view reason, absl::string_view detail) override;
-  void RequestStop(absl::string_view why) override;
+  void RequestStop(absl::string_view why, StopMode mode) override;
   absl::Status Reload() override;
   [[nodiscard]] bool Idle() const override;
   void AppendStatus(std::vector<std::pair<std::string, std::string>>& fields) const override;
   [[nodiscard]] ControlReply PendingReply(uint32_t cookie) const override;
   void BurstSettled() override;
+  void SetExecQueueStopped(bool stopped) override;
+  void SetChildrenMax(size_t children_max) override;
+  absl::Status SetGlobalProperty(absl::string_view key,
+                                 std::optional<absl::string_view> value) override;
 
   // StepRecorder, for the stages.
   void Step(const Event& event, absl::string_view what, MonoTime started, absl::Duration took,
@@ -162,9 +175,17 @@ class Daemon final : private EventFlow, private StepRecorder {
   void StartEvent(uint64_t id);
   // The event's handler is done: count, log, ack, tell monitors, then free its slot and pump.
   void FinishEvent(uint64_t id, const HandlerResult& result);
+  // A queued event that will not run (udevd's exit): its senders are told it failed.
+  void DiscardEvent(uint64_t id);
+  // The event's record goes: its SEQNUM and cookie are forgotten, its scheduler slot is freed
+  // and what it held back may start.
+  void ForgetKeys(const EventRecord& record);
+  void ReleaseSlot(absl::node_hash_map<uint64_t, EventRecord>::iterator record, uint64_t id);
   void CountOutcome(const Event& event, const HandlerResult& result, absl::Duration took,
                     bool log_it);
   void CheckIdle();
+  // After an input was accepted: the queue file appears when the daemon stopped being idle.
+  void NoteBusy();
   // Gives memory back once the daemon has been idle (nothing pending, no event) for a while:
   // the receive rings' buffer pages, free heap, the program text's mappings. Once per idle
   // period: it waits for the next handled event before it looks again.
@@ -200,6 +221,10 @@ class Daemon final : private EventFlow, private StepRecorder {
   bool pump_again_ = false;
   bool stopping_ = false;
   bool force_stop_ = false;  // a second SIGTERM: abandon running events
+  bool exec_stopped_ = false;   // udevadm control --stop-exec-queue: nothing starts
+  bool discard_queued_ = false; // udevd's exit: what has not started is discarded
+  // udevadm control --property, in the order first set; handed to the handler as a snapshot.
+  std::vector<std::pair<std::string, std::string>> global_properties_;
   Notifier stop_;         // RequestStop
   Notifier reorder_changed_;
   Notifier idle_;         // nothing held, queued or running
@@ -209,6 +234,8 @@ class Daemon final : private EventFlow, private StepRecorder {
   std::optional<Settling> settling_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<NetlinkSource> netlink_;  // null without kernel uevents
+  std::unique_ptr<UdevControlServer> udev_control_;  // null without --udev-control
+  std::optional<UdevQueueFile> udev_queue_;           // unset without a queue file
 
   // Last members: destroyed first, so no task outlives what it uses.
   TaskScope workers_;   // one task per running event

@@ -37,6 +37,15 @@ class ReplySender {
   virtual void Reply(const io::SocketAddress& to, const ControlReply& reply) = 0;
 };
 
+// How a stop treats what was accepted and has not started.
+enum class StopMode {
+  // Finish everything: held events are released, queued ones run (SIGTERM, `control exit`).
+  kDrain,
+  // udevd's exit: events already running finish, held and queued ones are discarded (counted,
+  // never handled), as systemd-udevd 252 does on `udevadm control --exit`.
+  kFinishRunning,
+};
+
 // The event flow as the servers see it.
 class EventFlow {
  public:
@@ -57,8 +66,8 @@ class EventFlow {
   // the netlink origin checks' names).
   virtual void Drop(absl::string_view reason, absl::string_view detail) = 0;
   void Drop(DropReason reason, absl::string_view detail) { Drop(DropReasonName(reason), detail); }
-  // `control exit`: finish what was accepted, then stop.
-  virtual void RequestStop(absl::string_view why) = 0;
+  // Stops reading input and ends the daemon once what `mode` keeps is done.
+  virtual void RequestStop(absl::string_view why, StopMode mode) = 0;
   // `control reload`: the stages re-read their configuration.
   virtual absl::Status Reload() = 0;
   // Nothing held, queued or running.
@@ -69,6 +78,16 @@ class EventFlow {
   [[nodiscard]] virtual ControlReply PendingReply(uint32_t cookie) const = 0;
   // A settle request found the daemon settled: the burst that just ended gets its summary line.
   virtual void BurstSettled() = 0;
+  // While stopped, events are still received, held and queued, and none starts (`udevadm
+  // control --stop-exec-queue`); starting again runs what waits (`--start-exec-queue`).
+  virtual void SetExecQueueStopped(bool stopped) = 0;
+  // How many events may run at once from now on (1..4096); running ones are not stopped.
+  virtual void SetChildrenMax(size_t children_max) = 0;
+  // Sets a global property for the events started from now on (GlobalProperties in
+  // hotplug/handler.h), or unsets it when `value` is nullopt. ResourceExhausted beyond 256
+  // properties.
+  virtual absl::Status SetGlobalProperty(absl::string_view key,
+                                         std::optional<absl::string_view> value) = 0;
 };
 
 }  // namespace hotring::hotplug

@@ -1,7 +1,5 @@
 #include "hotplug/daemon/settling.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <fstream>
 #include <memory>
@@ -9,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "hotplug/daemon/netlink_drain.h"
 #include "hotplug/probe/fs_probe.h"
 #include "hotplug/probe/partition_table.h"
 #include "io/ops.h"
@@ -81,25 +80,13 @@ void Settling::AnswerSettlers() {
   }
 }
 
-bool Settling::NetlinkUnread() const {
-  pollfd p{netlink_fd_, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
-}
-
-// `hotring trigger --settle` writes to sysfs and then asks to settle. The kernel queued each
-// uevent on our netlink socket inside the write, so it is there before the request is, but it
-// may not have been read yet: the multishot receive drains a busy socket in rounds of a few
-// dozen datagrams, and the control socket's completion can come between two rounds. Being idle
-// is not enough; the daemon answers only once the socket is empty and every completion it had
-// already produced was dispatched. Two trips through the ring do that: the first lets the
-// kernel run the receives it deferred to our next io_uring_enter, the second starts after the
-// whole batch of the first was dispatched.
+// `hotring trigger --settle` writes to sysfs and then asks to settle: being idle is not enough,
+// the uevents of the writes must have been read too (netlink_drain.h).
 Task<void> Settling::SettleNetlink() {
   for (;;) {
-    (void)co_await io::Nop(reactor_);
-    (void)co_await io::Nop(reactor_);
+    co_await DispatchCompletions(reactor_);
     if (settlers_.empty() || !flow_.Idle()) break;  // Idle() starts us again once idle
-    if (!NetlinkUnread()) {
+    if (!NetlinkUnread(netlink_fd_)) {
       AnswerSettlers();
       break;
     }

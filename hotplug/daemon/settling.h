@@ -76,7 +76,6 @@ class Settling {
   void AnswerSettlers();
   // Answers the plain settlers once no uevent is left unread on the netlink socket.
   Task<void> SettleNetlink();
-  [[nodiscard]] bool NetlinkUnread() const;
   // Reads the device's superblock for LABEL/UUID (once per handling).
   void Probe(HandledDevice& device);
   // A partition's entry (PARTUUID, PARTLABEL), read from its parent disk's table.

@@ -3,9 +3,6 @@
 // private network namespace (nothing reaches the host's listeners) and a private mount namespace
 // where /run/udev/control exists (libudev only listens to group 2 when a udev seems to run).
 #include <fcntl.h>
-#include <sched.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +16,7 @@
 #include "hotplug/udev/database.h"
 #include "hotplug/udev/monitor.h"
 #include "io/netlink.h"
+#include "testing/udev_namespace.h"
 #include "testing/uevent_injector.h"
 
 namespace hotring::hotplug::udev {
@@ -28,11 +26,8 @@ using ::testing::Contains;
 using ::testing::Not;
 
 void EnterNamespaces() {
-  ASSERT_TRUE(testing::EnterPrivateNetworkNamespace().ok());
-  ASSERT_EQ(unshare(CLONE_NEWNS), 0) << "unshare(CLONE_NEWNS)";
-  ASSERT_EQ(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
-  ASSERT_EQ(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0) << "mount tmpfs on /run";
-  ASSERT_EQ(mkdir("/run/udev", 0755), 0);
+  const absl::Status entered = testing::EnterUdevTestNamespaces();
+  ASSERT_TRUE(entered.ok()) << entered;
   const int fd = open("/run/udev/control", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   close(fd);

@@ -126,9 +126,7 @@ bool ParseSeconds(absl::string_view text, absl::Duration* out) {
   return true;
 }
 
-namespace {
-
-bool ParseLogLevel(absl::string_view text, int* level) {
+bool ParseSyslogLevel(absl::string_view text, int* level) {
   static const char* const kNames[] = {"emerg", "alert",  "crit", "err",
                                        "warning", "notice", "info", "debug"};
   for (int i = 0; i < 8; ++i) {
@@ -140,7 +138,7 @@ bool ParseLogLevel(absl::string_view text, int* level) {
   return absl::SimpleAtoi(text, level) && *level >= 0 && *level <= 7;
 }
 
-bool ParseSignal(absl::string_view text, int* signal) {
+bool ParseSignalName(absl::string_view text, int* signal) {
   struct Name {
     const char* name;
     int number;
@@ -159,6 +157,8 @@ bool ParseSignal(absl::string_view text, int* signal) {
   }
   return absl::SimpleAtoi(text, signal) && *signal > 0 && *signal < _NSIG;
 }
+
+namespace {
 
 // One assignment of an environment file, after quotes and escapes.
 struct Assignment {
@@ -254,7 +254,7 @@ absl::StatusOr<UdevConf> ParseUdevConf(absl::string_view text, absl::string_view
     if (a.value.empty()) continue;  // "KEY=" leaves the default, as udevd does
     if (a.key == "udev_log") {
       int level = 0;
-      if (ParseLogLevel(a.value, &level)) {
+      if (ParseSyslogLevel(a.value, &level)) {
         conf.log_level = level;
       } else {
         conf.warnings.push_back(
@@ -293,7 +293,7 @@ absl::StatusOr<UdevConf> ParseUdevConf(absl::string_view text, absl::string_view
       }
     } else if (a.key == "timeout_signal") {
       int signal = 0;
-      if (ParseSignal(a.value, &signal)) {
+      if (ParseSignalName(a.value, &signal)) {
         conf.timeout_signal = signal;
       } else {
         conf.warnings.push_back(

@@ -58,6 +58,12 @@ struct UdevConf {
 // systemd's parse_sec: "180", "3min", "1s 500ms", "2.5s"; false when malformed.
 [[nodiscard]] bool ParseSeconds(absl::string_view text, absl::Duration* out);
 
+// systemd's log_level_from_string: "emerg" .. "debug" or 0..7, as a syslog level.
+[[nodiscard]] bool ParseSyslogLevel(absl::string_view text, int* level);
+
+// systemd's signal_from_string for the signals a timeout may send: "SIGKILL", "KILL" or a number.
+[[nodiscard]] bool ParseSignalName(absl::string_view text, int* signal);
+
 }  // namespace hotring::hotplug::udevrules
 
 #endif  // HOTRING_HOTPLUG_UDEVRULES_RULE_FILES_H_
