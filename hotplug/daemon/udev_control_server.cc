@@ -44,6 +44,9 @@ absl::StatusOr<std::unique_ptr<UdevControlServer>> UdevControlServer::Bind(
     }
   }
   HOTRING_ASSIGN_OR_RETURN(UniqueFd fd, io::BindUnix(SOCK_SEQPACKET, path));
+  // As udevd: credentials asked for on the listening socket already, so that what a client
+  // sends before its connection is accepted carries them too.
+  HOTRING_RETURN_IF_ERROR(io::EnablePassCred(fd.get()));
   // As udevd's socket: only root may connect (the uid is checked again on accept).
   ::chmod(path.c_str(), 0755);
   if (::listen(fd.get(), kBacklog) != 0) return ErrnoStatus(absl::StrCat("listen(", path, ")"));
@@ -102,9 +105,12 @@ Task<void> UdevControlServer::Converse(UniqueFd connection) {
       co_return;
     }
     if (*received.bytes == 0) co_return;  // the client went away
-    if (!received.credentials.has_value() || received.credentials->uid != 0) {
+    // A message the client sent before its connection was accepted (and SO_PASSCRED set on
+    // it) may come without credentials: the peer's, checked at accept, are root's then.
+    if (received.credentials.has_value() && received.credentials->uid != 0) {
       ++refused_;
-      LogWarning("udev control: a message without root's credentials; hanging up");
+      LogWarning("udev control: a message with uid %d's credentials; hanging up",
+                 received.credentials->uid);
       co_return;
     }
     absl::StatusOr<udev::ControlMessage> message =
