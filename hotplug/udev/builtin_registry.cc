@@ -1,9 +1,11 @@
 #include "hotplug/udev/builtin_registry.h"
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "hotplug/udev/hwdb_builtin.h"
@@ -78,6 +80,13 @@ absl::StatusOr<BuiltinResult> RunUsbId(const BuiltinDevice& d, absl::Span<const 
                                        const BuiltinResources& res) {
   Properties p = UsbId(d.sysfs, d.devpath);
   if (p.empty()) return absl::NotFoundError("usb_id: not a USB device");
+  if (d.Property("ID_BUS").has_value()) {
+    // As udevd 252: a device whose bus is known already (a SCSI disk behind a USB bridge) keeps
+    // its ID_BUS, ID_MODEL, ID_SERIAL...; only the ID_USB_ ones are set.
+    p.erase(std::remove_if(p.begin(), p.end(),
+                           [](const auto& kv) { return !absl::StartsWith(kv.first, "ID_USB_"); }),
+            p.end());
+  }
   return Props(std::move(p));
 }
 
