@@ -562,7 +562,10 @@ class NetIdRun {
     }
     if (ctx_.scheme.Has(kNamingNparAri) && Attr(names.pcidev, "ari_enabled") == "1") func += slot * 8;
     uint64_t dev_port = DevPort();
-    if (dev_port == 0 && info_.iftype == kArphrdInfiniband) {
+    // Older kernels put an IPoIB port in dev_id and leave dev_port 0; an interface without a
+    // dev_port attribute keeps no port at all (as udevd 252).
+    const bool has_dev_port = Attr(dev_.devpath, "dev_port").has_value();
+    if (has_dev_port && dev_port == 0 && info_.iftype == kArphrdInfiniband) {
       if (const std::optional<std::string> id = Attr(dev_.devpath, "dev_id"); id.has_value()) {
         dev_port = ParseUnsigned(*id, 10).value_or(0);
       }

@@ -96,6 +96,10 @@ absl::Status AddNetworkInterfaces(FakeSysfs& sys, std::vector<CatalogDevice>& ou
   HOTRING_RETURN_IF_ERROR(AddNic(sys, "/devices/pci0000:00/0000:00:08.0", "ib0", 16,
                                  "80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:16",
                                  {{"config", Config(0x00)}}, {{"type", "32\n"}, {"dev_id", "1\n"}}));
+  // An InfiniBand port of an older kernel: dev_port 0, the port number in dev_id.
+  HOTRING_RETURN_IF_ERROR(AddNic(sys, "/devices/pci0000:00/0000:00:09.0", "ib1", 21,
+                                 "80:00:00:49:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:21",
+                                 {{"config", Config(0x00)}}, {{"type", "32\n"}, {"dev_port", "0\n"}, {"dev_id", "2\n"}}));
   // A USB Ethernet adapter on the guest's xHCI, second configuration.
   const std::string usb = std::string(kGuestXhci) + "/usb1/1-6";
   HOTRING_RETURN_IF_ERROR(Add(sys, usb, "usb", {{"DEVTYPE", "usb_device"}, {"PRODUCT", "bda/8153/3000"}},
@@ -130,6 +134,7 @@ absl::Status AddNetworkInterfaces(FakeSysfs& sys, std::vector<CatalogDevice>& ou
            {"ari-eth14", "/devices/pci0000:00/0000:00:1d.0/0000:07:02.1/net/eth14"},
            {"wlan0", "/devices/pci0000:00/0000:00:14.3/net/wlan0"},
            {"ib0", "/devices/pci0000:00/0000:00:08.0/net/ib0"},
+           {"ib1", "/devices/pci0000:00/0000:00:09.0/net/ib1"},
            {"usb-eth17", usb + "/1-6:2.0/net/eth17"},
            {"acpi-eth18", "/devices/platform/HISI00C2:00/net/eth18"},
            {"vlan", "/devices/virtual/net/eth10.100"},
