@@ -3,9 +3,12 @@
 // compare_live.sh):
 //
 //   builtin_tool SYSFS_ROOT DEVPATH 'COMMAND' [--hwdb FILE] [--dev-root DIR] [--links]
+//                [--btrfs-control PATH] [--seats-dir DIR]
 //
 // --links follows the tree's symlinks for net_id (SR-IOV); net_setup_link reads this machine's
 // .link files and asks the kernel about the interface (read-only: nothing is applied).
+// --btrfs-control and --seats-dir replace /dev/btrfs-control and /run/systemd/seats/, so that
+// btrfs and uaccess see the /dev and /run the goldens were made with, not this machine's.
 #include <stdio.h>
 #include <sys/utsname.h>
 
@@ -35,19 +38,23 @@ std::string ReadAll(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: builtin_tool SYSFS_ROOT DEVPATH COMMAND [--hwdb FILE] [--dev-root DIR] [--links]\n");
+    fprintf(stderr,
+            "usage: builtin_tool SYSFS_ROOT DEVPATH COMMAND [--hwdb FILE] [--dev-root DIR] [--links]"
+            " [--btrfs-control PATH] [--seats-dir DIR]\n");
     return 2;
   }
   const std::string root = argv[1];
   std::string devpath = argv[2];
   if (devpath.rfind("/sys/", 0) == 0) devpath = devpath.substr(4);
   const std::string command = argv[3];
-  std::string hwdb_path, dev_root;
+  std::string hwdb_path, dev_root, btrfs_control = "/dev/btrfs-control", seats_dir = "/run/systemd/seats/";
   bool links = false;
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--hwdb" && i + 1 < argc) hwdb_path = argv[++i];
     if (a == "--dev-root" && i + 1 < argc) dev_root = argv[++i];
+    if (a == "--btrfs-control" && i + 1 < argc) btrfs_control = argv[++i];
+    if (a == "--seats-dir" && i + 1 < argc) seats_dir = argv[++i];
     if (a == "--links") links = true;
   }
   udev::DirSysfsView view(root);
@@ -70,7 +77,7 @@ int main(int argc, char** argv) {
   facts.hostname = ReadAll("/proc/sys/kernel/hostname");
   const udev::LinkConfigs configs = udev::LinkConfigs::Load(facts);
   udev::RealLinkSystem link_system;
-  udev::RealBuiltinSystem system;
+  udev::RealBuiltinSystem system(btrfs_control, seats_dir);
   udev::BuiltinResources res;
   res.hwdb = hwdb.has_value() ? &*hwdb : nullptr;
   res.naming = udev::NamingSchemeFor(facts.kernel_cmdline);

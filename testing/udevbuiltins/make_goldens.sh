@@ -1,14 +1,15 @@
 #!/bin/sh
 # Regenerates the builtins' goldens (golden/cases.golden) with Debian 12's own udevadm 252: for
 # each line of cases.txt, `udevadm test-builtin COMMAND /sys/DEVPATH` runs in private mount and
-# network namespaces over the test devices' tree (make_builtin_tree), with tmpfs over /run/udev
-# and /dev (holding the device's node: for a case with an image, a block node of a read-only
-# loop device over the image of images/ unpacked, its numbers and disk sequence written into
-# the case's copy of the tree, since 252 opens only a node whose numbers match the device's;
-# otherwise an empty file) and debug logging; its properties, the key codes its log says it maps and the
-# attributes it wrote become the case's answer. The disk images are made again first
-# (make_images.sh, packed into images/*.sectors) unless --keep-images. Nothing of the host
-# changes; this machine's hwdb.bin is recorded by size (the test skips hwdb cases elsewhere).
+# network namespaces over the test devices' tree (make_builtin_tree), with tmpfs over
+# /run/udev, /run/systemd (no logind) and /dev (holding the device's node: for a case with an
+# image, a block node of a read-only loop device over the image of images/ unpacked, its
+# numbers and disk sequence written into the case's copy of the tree, since 252 opens only a
+# node whose numbers match the device's; otherwise an empty file) and debug logging; its
+# properties, the key codes its log says it maps and the attributes it wrote become the case's
+# answer. The disk images are made again first (make_images.sh, packed into images/*.sectors)
+# unless --keep-images. Nothing of the host changes but a loop device for the length of a case;
+# this machine's hwdb.bin is recorded by size (the test is skipped on a machine with another).
 #
 #   sh testing/udevbuiltins/make_goldens.sh [--keep-images]    (root, Debian 12)
 set -eu
@@ -77,6 +78,7 @@ grep -v '^#' "$here/cases.txt" | grep -v '^$' | while IFS= read -r line; do
 set -e
 mount --bind "$run/sys" /sys
 mount -t tmpfs tmpfs /run/udev
+mount -t tmpfs tmpfs /run/systemd
 mount -t tmpfs tmpfs /dev
 mknod -m 0666 /dev/null c 1 3
 if [ -n "$devname" ]; then
