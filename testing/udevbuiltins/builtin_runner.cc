@@ -2,41 +2,13 @@
 
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "hotplug/udevrules/format.h"
 
 namespace hotring::testing {
 
 namespace udev = hotplug::udev;
-
-std::vector<std::string> SplitBuiltinCommand(absl::string_view command) {
-  std::vector<std::string> out;
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  for (char c : command) {
-    if (quote != 0) {
-      if (c == quote) {
-        quote = 0;
-      } else {
-        word += c;
-      }
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      if (in_word) out.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) out.push_back(std::move(word));
-  return out;
-}
 
 std::vector<std::string> RunBuiltinLikeUdevadm(const udev::SysfsView& sysfs, absl::string_view devpath,
                                                absl::string_view command, absl::string_view dev_root,
@@ -56,7 +28,7 @@ std::vector<std::string> RunBuiltinLikeUdevadm(const udev::SysfsView& sysfs, abs
   std::vector<udev::PropertyView> views;
   for (const auto& [k, v] : owned) views.emplace_back(k, v);
   const udev::BuiltinDevice device{.sysfs = sysfs, .devpath = devpath, .properties = views};
-  const std::vector<std::string> argv = SplitBuiltinCommand(command);
+  const std::vector<std::string> argv = hotplug::udevrules::SplitCommand(command);
   std::vector<std::string> out;
   const udev::BuiltinInfo* builtin = argv.empty() ? nullptr : udev::LookupBuiltinCommand(argv[0]);
   if (builtin == nullptr) return {"result failed"};

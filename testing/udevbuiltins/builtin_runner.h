@@ -1,7 +1,8 @@
 // Runs hotring's builtins the way `udevadm test-builtin COMMAND /sys/DEVPATH` runs udevd's: the
 // device's properties from its uevent file (with DEVPATH, SUBSYSTEM and ACTION=add), the
-// command split into argv, and the answer in the goldens' form ("property K=V", "keycode S K",
-// "write DEVPATH ATTR VALUE", "result ok|failed"). Shared by the golden test and builtin_tool.
+// command split into argv as udevd splits it, and the answer in the goldens' form ("property
+// K=V", "keycode S K", "write DEVPATH ATTR VALUE", "result ok|failed"). Shared by the golden
+// test and builtin_tool.
 #ifndef HOTRING_TESTING_UDEVBUILTINS_BUILTIN_RUNNER_H_
 #define HOTRING_TESTING_UDEVBUILTINS_BUILTIN_RUNNER_H_
 
@@ -18,9 +19,6 @@ namespace hotring::testing {
 std::vector<std::string> RunBuiltinLikeUdevadm(const hotplug::udev::SysfsView& sysfs, absl::string_view devpath,
                                                absl::string_view command, absl::string_view dev_root,
                                                const hotplug::udev::BuiltinResources& resources);
-
-// udevd's split of a builtin command (whitespace; '...' and "..." quotes removed).
-std::vector<std::string> SplitBuiltinCommand(absl::string_view command);
 
 }  // namespace hotring::testing
 
