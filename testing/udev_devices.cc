@@ -96,11 +96,8 @@ absl::Status LinkDriver(FakeSysfs& sys, absl::string_view devpath, absl::string_
   return absl::OkStatus();
 }
 
-namespace {
-
-absl::Status Add(FakeSysfs& sys, const std::string& devpath, const std::string& subsystem,
-                 DeviceAttrs uevent = {}, DeviceAttrs attributes = {},
-                 FakeSysfs::Kind kind = FakeSysfs::Kind::kBus) {
+absl::Status AddTreeDevice(FakeSysfs& sys, const std::string& devpath, const std::string& subsystem,
+                           DeviceAttrs uevent, DeviceAttrs attributes, FakeSysfs::Kind kind) {
   absl::Status s = sys.AddDevice({.devpath = devpath,
                                   .subsystem = subsystem,
                                   .kind = kind,
@@ -108,6 +105,14 @@ absl::Status Add(FakeSysfs& sys, const std::string& devpath, const std::string& 
                                   .attributes = std::move(attributes)});
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(devpath, ": ", s.message()));
   return s;
+}
+
+namespace {
+
+absl::Status Add(FakeSysfs& sys, const std::string& devpath, const std::string& subsystem,
+                 DeviceAttrs uevent = {}, DeviceAttrs attributes = {},
+                 FakeSysfs::Kind kind = FakeSysfs::Kind::kBus) {
+  return AddTreeDevice(sys, devpath, subsystem, std::move(uevent), std::move(attributes), kind);
 }
 
 constexpr FakeSysfs::Kind kClass = FakeSysfs::Kind::kClass;

@@ -44,6 +44,10 @@ struct GuestInput {
   DeviceAttrs attrs;
 };
 
+// FakeSysfs::AddDevice, its error naming the device.
+absl::Status AddTreeDevice(FakeSysfs& sys, const std::string& devpath, const std::string& subsystem,
+                           DeviceAttrs uevent = {}, DeviceAttrs attributes = {},
+                           FakeSysfs::Kind kind = FakeSysfs::Kind::kBus);
 // A device's "driver" link to bus/BUS/drivers/NAME (made too).
 absl::Status LinkDriver(FakeSysfs& sys, absl::string_view devpath, absl::string_view bus,
                         absl::string_view name);

@@ -40,7 +40,9 @@ std::vector<std::string> RunBuiltinLikeUdevadm(const udev::SysfsView& sysfs, abs
   for (const auto& [k, v] : r->properties) out.push_back(absl::StrCat("property ", k, "=", v));
   if (r->keyboard.has_value()) {
     for (const auto& m : r->keyboard->keycodes) out.push_back(absl::StrCat("keycode ", m.scancode, " ", m.keycode));
-    for (const auto& w : r->keyboard->writes) out.push_back(absl::StrCat("write ", w.devpath, " ", w.name, " ", w.value));
+    for (const auto& w : r->keyboard->writes) {
+      out.push_back(absl::StrCat("write ", w.devpath, " ", w.name, " ", w.value));
+    }
   }
   out.push_back("result ok");
   return out;
