@@ -1,5 +1,7 @@
 #include "testing/udev_devices.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "absl/strings/escaping.h"
@@ -405,6 +407,34 @@ absl::StatusOr<std::vector<CatalogDevice>> BuildUdevCatalog(FakeSysfs& sys) {
       {"capslock", kbd_hid + "/input/input4/input4::capslock"},
       {"i8042", "/devices/platform/i8042"},
   };
+}
+
+int WriteCatalogTreeMain(int argc, char** argv, const char* tool,
+                         absl::FunctionRef<absl::StatusOr<std::vector<CatalogDevice>>(FakeSysfs&)> build) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s OUT_DIR\n", tool);
+    return 2;
+  }
+  const std::string out = argv[1];
+  const std::string parent = out.substr(0, out.rfind('/'));
+  // FakeSysfs makes its tree under TEST_TMPDIR: the same file system as OUT_DIR, for rename.
+  setenv("TEST_TMPDIR", parent.empty() ? "/" : parent.c_str(), 1);
+  absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
+  if (!sys.ok()) {
+    fprintf(stderr, "%s: %s\n", tool, std::string(sys.status().message()).c_str());
+    return 1;
+  }
+  absl::StatusOr<std::vector<CatalogDevice>> devices = build(*sys);
+  if (!devices.ok()) {
+    fprintf(stderr, "%s: %s\n", tool, std::string(devices.status().message()).c_str());
+    return 1;
+  }
+  if (rename(sys->root().c_str(), out.c_str()) != 0) {
+    perror(absl::StrCat(tool, ": rename to ", out).c_str());
+    return 1;
+  }
+  for (const auto& d : *devices) printf("%s %s\n", d.name.c_str(), d.devpath.c_str());
+  return 0;
 }
 
 }  // namespace hotring::testing

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -69,6 +70,12 @@ struct CatalogDevice {
 
 // Every guest and board device in one tree; the event devices in a fixed order.
 absl::StatusOr<std::vector<CatalogDevice>> BuildUdevCatalog(FakeSysfs& sys);
+
+// The main of a tool that builds a catalog (`build`) as a sysfs tree in argv[1] (which must not
+// exist; its parent must) and prints one line per device, "NAME DEVPATH": the trees the goldens'
+// scripts bind over /sys for Debian's udevadm. Returns the exit status; errors name `tool`.
+int WriteCatalogTreeMain(int argc, char** argv, const char* tool,
+                         absl::FunctionRef<absl::StatusOr<std::vector<CatalogDevice>>(FakeSysfs&)> build);
 
 }  // namespace hotring::testing
 
