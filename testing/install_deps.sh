@@ -39,6 +39,10 @@ if [ "$all" = 1 ]; then
   # user under RLIMIT_NPROC; hotplug/replay:replay_test replays as nobody with setpriv
   # (util-linux is essential in Debian; named so a slim image gets it).
   pkgs="$pkgs util-linux"
+  # Debian's own udevadm 252 and hwdb.bin (package udev): the udev control tests run the real
+  # udevadm against the daemon, the builtins' comparison needs the hwdb.bin its goldens were made
+  # with. Installed without starting systemd-udevd (see below).
+  pkgs="$pkgs udev"
   # python3: the netlink injectors of testing/soak.sh and testing/bench/netlink_burst_memory.sh,
   # and the layout check.
   pkgs="$pkgs python3"
@@ -67,8 +71,19 @@ if [ -n "$missing" ]; then
   # One architecture's index may be mid-sync on the mirror; what was fetched still serves.
   apt-get update -qq || echo "apt-get update failed for some index; going on with the rest" >&2
   update=""
+  # Nothing installed here may start a service (udev's systemd-udevd): a policy-rc.d that
+  # refuses every start, removed again unless it was there before.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    policy=1
+  fi
   # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  install_status=0
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null || install_status=$?
+  [ -z "$policy" ] || rm -f /usr/sbin/policy-rc.d
+  [ "$install_status" = 0 ] || exit "$install_status"
 fi
 [ "$all" = 1 ] || exit 0
 # liburing.a for each board. liburing-dev:ARCH needs linux-libc-dev:ARCH at exactly the host's
