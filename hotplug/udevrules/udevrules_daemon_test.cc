@@ -105,7 +105,10 @@ TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
   ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   absl::StatusOr<testing::DaemonProcess> daemon = StartDaemon(dir_ + "/udev.conf");
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  ASSERT_TRUE(Send(*daemon, "add", 5).ok());
+  {
+    const absl::Status sent = Send(*daemon, "add", 5);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
 
   struct stat st;
   ASSERT_EQ(::stat((dir_ + "/dev/ttyACM0").c_str(), &st), 0);
@@ -137,12 +140,18 @@ TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
   absl::StatusOr<testing::CommandResult> reload =
       testing::RunHotring({"control", "reload", "--socket", daemon->socket()});
   ASSERT_TRUE(reload.ok());
-  ASSERT_TRUE(Send(*daemon, "change", 6).ok());
+  {
+    const absl::Status sent = Send(*daemon, "change", 6);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
   EXPECT_EQ(Readlink(dir_ + "/dev/gnss-uart"), "ttyACM0");
   EXPECT_EQ(Readlink(dir_ + "/dev/gps0"), "ttyACM0");
   EXPECT_THAT(daemon->Log(), HasSubstr("20-more.rules:2: Invalid key 'NOSUCHKEY'"));
 
-  ASSERT_TRUE(Send(*daemon, "remove", 7).ok());
+  {
+    const absl::Status sent = Send(*daemon, "remove", 7);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
   EXPECT_EQ(Readlink(dir_ + "/dev/gps0"), "");
   EXPECT_EQ(ReadFile(dir_ + "/run/data/c166:0"), "");
   absl::StatusOr<std::map<std::string, uint64_t>> status = daemon->Status();
