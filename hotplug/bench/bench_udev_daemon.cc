@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -79,7 +80,9 @@ void CopyDevTree(const std::string& from, const std::string& to, int depth) {
       if (n < 0) continue;
       target[n] = '\0';
       if (::symlink(target, dst.c_str()) != 0) continue;
-      (void)::lchown(dst.c_str(), st.st_uid, st.st_gid);
+      if (::lchown(dst.c_str(), st.st_uid, st.st_gid) != 0) {
+        std::fprintf(stderr, "bench udev-rules: lchown %s: %s\n", dst.c_str(), std::strerror(errno));
+      }
       continue;
     } else if (S_ISDIR(st.st_mode) && depth > 0 && name != "pts" && name != "shm" && name != "mqueue") {
       if (::mkdir(dst.c_str(), st.st_mode & 07777) != 0) continue;
@@ -87,7 +90,9 @@ void CopyDevTree(const std::string& from, const std::string& to, int depth) {
     } else {
       continue;
     }
-    (void)::chown(dst.c_str(), st.st_uid, st.st_gid);
+    if (::chown(dst.c_str(), st.st_uid, st.st_gid) != 0) {
+      std::fprintf(stderr, "bench udev-rules: chown %s: %s\n", dst.c_str(), std::strerror(errno));
+    }
     (void)::chmod(dst.c_str(), st.st_mode & 07777);
   }
   ::closedir(d);
