@@ -560,7 +560,9 @@ TEST_F(SpawnerTest, GrandchildHoldingStdoutDoesNotHoldTheRun) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->exit.success());
   EXPECT_FALSE(result->timed_out);
-  EXPECT_TRUE(result->output_held_open);
+  // Not output_held_open: under kKill the holder is killed at the child's exit, and on a slow
+  // machine (a 1-vCPU guest) its end closes the pipe before the final drain looks. What is
+  // asserted is that the run did not wait for it; KeptLeftoverSurvivesTheChild sees the flag.
   EXPECT_EQ(Texts(lines_, OutputStream::kStdout), (std::vector<std::string>{"hi"}));
   // LeftoverPolicy::kKill: the background sleep went with its process group.
   const pid_t grandchild = ReadPid(pid_file);
