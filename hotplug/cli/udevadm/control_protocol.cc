@@ -15,55 +15,11 @@
 #include "core/unique_fd.h"
 
 namespace hotring::hotplug::udevadm {
-namespace {
-
-constexpr size_t kVersionOffset = 0;
-constexpr size_t kMagicOffset = 16;
-constexpr size_t kTypeOffset = 20;
-constexpr size_t kValueOffset = 24;
-constexpr size_t kBufSize = 256;
-
-}  // namespace
-
 absl::StatusOr<std::string> EncodeUdevControl(const UdevControlMessage& message) {
-  if (message.text.size() >= kBufSize) {
+  if (message.text.size() >= udev::kControlBufSize) {
     return absl::InvalidArgumentError("control message value longer than 255 bytes");
   }
-  std::string out(kUdevControlMessageSize, '\0');
-  std::memcpy(&out[kVersionOffset], kUdevControlVersion, sizeof kUdevControlVersion - 1);
-  const uint32_t magic = kUdevControlMagic;
-  std::memcpy(&out[kMagicOffset], &magic, sizeof magic);
-  const int32_t type = static_cast<int32_t>(message.type);
-  std::memcpy(&out[kTypeOffset], &type, sizeof type);
-  if (message.type == UdevControlType::kSetEnv) {
-    std::memcpy(&out[kValueOffset], message.text.data(), message.text.size());
-  } else {
-    std::memcpy(&out[kValueOffset], &message.intval, sizeof message.intval);
-  }
-  return out;
-}
-
-absl::StatusOr<UdevControlMessage> DecodeUdevControl(absl::string_view bytes) {
-  if (bytes.size() != kUdevControlMessageSize) {
-    return absl::InvalidArgumentError(absl::StrCat("control message of ", bytes.size(), " bytes"));
-  }
-  uint32_t magic = 0;
-  std::memcpy(&magic, bytes.data() + kMagicOffset, sizeof magic);
-  if (magic != kUdevControlMagic) return absl::InvalidArgumentError("bad control message magic");
-  int32_t type = 0;
-  std::memcpy(&type, bytes.data() + kTypeOffset, sizeof type);
-  if (type < 0 || type > static_cast<int32_t>(UdevControlType::kExit)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown control message type ", type));
-  }
-  UdevControlMessage message;
-  message.type = static_cast<UdevControlType>(type);
-  std::memcpy(&message.intval, bytes.data() + kValueOffset, sizeof message.intval);
-  if (message.type == UdevControlType::kSetEnv) {
-    const absl::string_view buf = bytes.substr(kValueOffset, kBufSize);
-    message.text = std::string(buf.substr(0, std::min(buf.find('\0'), buf.size())));
-    message.intval = 0;
-  }
-  return message;
+  return udev::EncodeControlMessage(message.type, message.intval, message.text);
 }
 
 absl::Status SendUdevControl(const std::string& socket_path,

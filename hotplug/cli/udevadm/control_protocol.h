@@ -1,8 +1,7 @@
 // systemd-udevd 252's control protocol on /run/udev/control (SOCK_SEQPACKET): fixed 280-byte
-// messages {char version[16] "udev-252"; unsigned magic 0xdead1dea; int type; union {int;
-// char buf[256]}}, in host byte order, as udevadm control sends them. A client connects, sends
+// messages (hotplug/udev/control_message.h), as udevadm control sends them. A client connects, sends
 // its requests and an END message, and waits for the daemon to close the connection (its
-// acknowledgement). Encoding and decoding are pure; the client is blocking (a tool's).
+// acknowledgement). Encoding is pure; the client is blocking (a tool's).
 #ifndef HOTRING_HOTPLUG_CLI_UDEVADM_CONTROL_PROTOCOL_H_
 #define HOTRING_HOTPLUG_CLI_UDEVADM_CONTROL_PROTOCOL_H_
 
@@ -14,24 +13,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "hotplug/udev/control_message.h"
 
 namespace hotring::hotplug::udevadm {
 
-inline constexpr uint32_t kUdevControlMagic = 0xdead1dea;
-inline constexpr size_t kUdevControlMessageSize = 280;
-inline constexpr char kUdevControlVersion[] = "udev-252";
-
-enum class UdevControlType : int32_t {
-  kEndMessages = 0,
-  kSetLogLevel = 1,
-  kStopExecQueue = 2,
-  kStartExecQueue = 3,
-  kReload = 4,
-  kSetEnv = 5,
-  kSetChildrenMax = 6,
-  kPing = 7,
-  kExit = 8,
-};
+// The message format is udev's (hotplug/udev/control_message.h, which the daemon's server parses).
+using UdevControlType = udev::ControlType;
+inline constexpr size_t kUdevControlMessageSize = udev::kControlMessageSize;
 
 // One request. `intval` for log level and children max; `text` ("KEY=VALUE", at most 255
 // bytes) for SET_ENV.
@@ -43,10 +31,6 @@ struct UdevControlMessage {
 
 // The 280 bytes. InvalidArgument for a text that does not fit.
 [[nodiscard]] absl::StatusOr<std::string> EncodeUdevControl(const UdevControlMessage& message);
-// What a server reads (checks the size and the magic; the version is not checked, as udevd
-// does not).
-[[nodiscard]] absl::StatusOr<UdevControlMessage> DecodeUdevControl(absl::string_view bytes);
-
 // Connects to `socket_path`, sends `messages` and END, and waits up to `timeout` for the
 // daemon to hang up; with an EXIT among them, sends EXIT alone and does not wait (252 does
 // so). Unavailable when nothing listens there (no daemon); DeadlineExceeded when it did not

@@ -34,17 +34,17 @@ TEST(ControlProtocolTest, RefusesTextThatDoesNotFit) {
   EXPECT_FALSE(EncodeUdevControl({.type = UdevControlType::kSetEnv, .text = std::string(256, 'x')}).ok());
 }
 
-TEST(ControlProtocolTest, DecodesWhatItEncodes) {
+TEST(ControlProtocolTest, TheDaemonsParserReadsWhatItEncodes) {
   absl::StatusOr<std::string> bytes = EncodeUdevControl({.type = UdevControlType::kSetChildrenMax, .intval = 7});
   ASSERT_TRUE(bytes.ok());
-  absl::StatusOr<UdevControlMessage> back = DecodeUdevControl(*bytes);
+  absl::StatusOr<udev::ControlMessage> back = udev::ParseControlMessage(*bytes);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->type, UdevControlType::kSetChildrenMax);
+  EXPECT_EQ(back->type, static_cast<int32_t>(UdevControlType::kSetChildrenMax));
   EXPECT_EQ(back->intval, 7);
   std::string bad_magic = *bytes;
   bad_magic[16] = 0;
-  EXPECT_FALSE(DecodeUdevControl(bad_magic).ok());
-  EXPECT_FALSE(DecodeUdevControl(bytes->substr(0, 100)).ok());
+  EXPECT_FALSE(udev::ParseControlMessage(bad_magic).ok());
+  EXPECT_FALSE(udev::ParseControlMessage(bytes->substr(0, 100)).ok());
 }
 
 }  // namespace
