@@ -61,6 +61,17 @@ void AddChainFlags(FlagSet& flags, ChainOptions& chain) {
       .String("--udev-conf", "FILE", &chain.udev_conf,
               "udev.conf for the udev rules: udev_log, children_max, event_timeout, "
               "resolve_names (default /etc/udev/udev.conf; exec_delay is refused)")
+      .Value("--udev-resolve-names", "early|late|never",
+             "when the udev rules' OWNER/GROUP names become numbers (udevd's --resolve-names; "
+             "over udev.conf's resolve_names)",
+             [&chain](absl::string_view v) {
+               chain.udev_resolve_names = udevrules::ParseResolveNames(v);
+               if (!chain.udev_resolve_names.has_value()) {
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("--udev-resolve-names: '", v, "' is not early, late or never"));
+               }
+               return absl::OkStatus();
+             })
       .String("--udev-run", "DIR", &chain.udev_options.run_dir,
               "where the udev database goes (default /run/udev)");
   modules::AddModulesFlags(flags, chain.modules);
@@ -85,6 +96,7 @@ absl::StatusOr<std::unique_ptr<Handler>> MakeUdevRulesLink(ChainOptions& chain, 
   udevrules::UdevRulesHandler::Options options;
   options.rules_dirs = chain.udev_rules_dirs;
   options.udev_conf = chain.udev_conf;
+  options.resolve_names = chain.udev_resolve_names;
   options.run_dir = chain.udev_options.run_dir;
   options.dev_root = chain.rules_options.dev_root;
   options.sysfs_root = sysfs_root;

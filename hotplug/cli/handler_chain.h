@@ -8,6 +8,7 @@
 #define HOTRING_HOTPLUG_CLI_HANDLER_CHAIN_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct ChainOptions {
   // link runs even when they hold no rule yet.
   std::vector<std::string> udev_rules_dirs;
   std::string udev_conf = "/etc/udev/udev.conf";
+  std::optional<udevrules::ResolveNames> udev_resolve_names;  // over udev.conf's when set
   bool udev_fallback = false;  // --udev-fallback: the built-in stage even where rules exist
   std::string exec_program;  // --exec; empty: no exec link
   // A handler's (and a rule command's) deadline: SIGTERM, then SIGKILL after the grace.

@@ -137,12 +137,9 @@ absl::Status ApplyUdevdArgs(const std::vector<std::string>& args, UdevdSettings&
              })
       .Value("--resolve-names|-N", "early|late|never", "when to resolve users and groups",
              [&s](absl::string_view v) {
-               if (v == "early") {
-                 s.resolve_names = udevrules::ResolveNames::kEarly;
-               } else if (v == "late") {
-                 s.resolve_names = udevrules::ResolveNames::kLate;
-               } else if (v == "never") {
-                 s.resolve_names = udevrules::ResolveNames::kNever;
+               if (std::optional<udevrules::ResolveNames> when = udevrules::ParseResolveNames(v);
+                   when.has_value()) {
+                 s.resolve_names = *when;
                } else {
                  s.warnings.push_back(
                      absl::StrCat("invalid --resolve-names= value '", v, "', ignoring"));
@@ -236,6 +233,8 @@ std::vector<std::string> UdevdDaemonArgs(const UdevdSettings& s, unsigned defaul
                "--event-timeout",
                absl::StrCat(absl::ToDoubleSeconds(
                    std::min(s.event_timeout, absl::Hours(24 * 365))))});
+  // udev.conf's resolve_names is already in s (ApplyUdevConf), the command line's over it.
+  args.insert(args.end(), {"--udev-resolve-names", std::string(udevrules::ResolveNamesName(s.resolve_names))});
   const int level = s.debug ? 7 : s.log_level.value_or(6);
   args.insert(args.end(), {"--log-level", std::string(HotringLevelName(level))});
   return args;

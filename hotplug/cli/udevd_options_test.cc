@@ -134,13 +134,16 @@ TEST(UdevdOptionsTest, DaemonArgs) {
   UdevdSettings s;
   EXPECT_THAT(UdevdDaemonArgs(s, 20),
               ElementsAre("--udev-control", "--udev-compat", "--children-max", "20",
-                          "--event-timeout", "180", "--log-level", "info"));
+                          "--event-timeout", "180", "--udev-resolve-names", "early",
+                          "--log-level", "info"));
   s.children_max = 1;
+  s.resolve_names = udevrules::ResolveNames::kNever;  // initramfs-tools' --resolve-names=never
   s.event_timeout = absl::Milliseconds(2500);
   s.log_level = 2;  // crit: hotring's most severe level
   EXPECT_THAT(UdevdDaemonArgs(s, 20),
               ElementsAre("--udev-control", "--udev-compat", "--children-max", "1",
-                          "--event-timeout", "2.5", "--log-level", "error"));
+                          "--event-timeout", "2.5", "--udev-resolve-names", "never",
+                          "--log-level", "error"));
   s.debug = true;
   EXPECT_EQ(UdevdDaemonArgs(s, 20).back(), "debug");
 }

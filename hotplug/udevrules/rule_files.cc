@@ -247,6 +247,22 @@ std::vector<Assignment> ReadEnvironmentFile(absl::string_view text) {
 
 }  // namespace
 
+std::optional<ResolveNames> ParseResolveNames(absl::string_view text) {
+  if (text == "early") return ResolveNames::kEarly;
+  if (text == "late") return ResolveNames::kLate;
+  if (text == "never") return ResolveNames::kNever;
+  return std::nullopt;
+}
+
+absl::string_view ResolveNamesName(ResolveNames when) {
+  switch (when) {
+    case ResolveNames::kEarly: return "early";
+    case ResolveNames::kLate: return "late";
+    case ResolveNames::kNever: return "never";
+  }
+  return "early";
+}
+
 absl::StatusOr<UdevConf> ParseUdevConf(absl::string_view text, absl::string_view file_name) {
   UdevConf conf;
   for (const Assignment& a : ReadEnvironmentFile(text)) {
@@ -281,12 +297,8 @@ absl::StatusOr<UdevConf> ParseUdevConf(absl::string_view text, absl::string_view
             absl::StrCat(where, "failed to parse event_timeout=", a.value, ", ignoring"));
       }
     } else if (a.key == "resolve_names") {
-      if (a.value == "early") {
-        conf.resolve_names = ResolveNames::kEarly;
-      } else if (a.value == "late") {
-        conf.resolve_names = ResolveNames::kLate;
-      } else if (a.value == "never") {
-        conf.resolve_names = ResolveNames::kNever;
+      if (std::optional<ResolveNames> when = ParseResolveNames(a.value); when.has_value()) {
+        conf.resolve_names = when;
       } else {
         conf.warnings.push_back(
             absl::StrCat(where, "failed to parse resolve_names=", a.value, ", ignoring"));

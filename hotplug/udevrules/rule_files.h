@@ -35,6 +35,10 @@ struct RulesFile {
 // When OWNER/GROUP names become numbers (udev.conf resolve_names, udevd --resolve-names).
 enum class ResolveNames { kEarly, kLate, kNever };
 
+// "early", "late", "never" (udev.conf's and udevd's spelling); nullopt for anything else.
+[[nodiscard]] std::optional<ResolveNames> ParseResolveNames(absl::string_view text);
+[[nodiscard]] absl::string_view ResolveNamesName(ResolveNames when);
+
 // The settings of udev.conf that mean something here. Unset fields keep udevd's defaults.
 struct UdevConf {
   std::optional<int> log_level;  // udev_log, as a syslog level 0..7

@@ -73,6 +73,7 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
     for (const std::string& w : conf.warnings) LogWarning("udevrules: %s", w);
   }
   if (conf.event_timeout.has_value()) options.event_timeout = *conf.event_timeout;
+  if (options.resolve_names.has_value()) conf.resolve_names = options.resolve_names;
   if (options.rules_dirs.empty()) options.rules_dirs = DefaultRulesDirs();
   HOTRING_ASSIGN_OR_RETURN(udev::DatabaseDir database, udev::DatabaseDir::Open(options.run_dir));
   HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));

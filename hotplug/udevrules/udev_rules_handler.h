@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -44,6 +45,8 @@ class UdevRulesHandler final : public Handler {
     // Rules directories, highest priority first; empty: udevd's (DefaultRulesDirs()).
     std::vector<std::string> rules_dirs;
     std::string udev_conf = "/etc/udev/udev.conf";  // "" reads none
+    // udevd's --resolve-names; set, it wins over udev.conf's resolve_names.
+    std::optional<ResolveNames> resolve_names;
     std::string run_dir = "/run/udev";
     std::string dev_root = "/dev";
     std::string sysfs_root = "/sys";

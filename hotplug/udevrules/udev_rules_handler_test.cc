@@ -125,10 +125,13 @@ class UdevRulesHandlerTest : public ::testing::Test {
     o.modules = &modules_;
     o.hwdb_paths = {base_ + "/etc/hwdb.bin"};  // none: the hwdb builtin fails
     o.network_dirs = {base_ + "/network"};
+    o.resolve_names = resolve_names_;
     absl::StatusOr<std::unique_ptr<UdevRulesHandler>> h = UdevRulesHandler::Create(std::move(o));
     ASSERT_TRUE(h.ok()) << h.status();
     handler_ = std::move(*h);
   }
+
+  std::optional<ResolveNames> resolve_names_;  // udevd's --resolve-names, for MakeHandler
 
   void Handle(const Event& event) {
     absl::StatusOr<HandlerResult> r = reactor_->BlockOn(handler_->Handle(*reactor_, event));
@@ -362,6 +365,24 @@ TEST_F(UdevRulesHandlerTest, StaticNodesGetTheirPermissionsAndTagsAtStart) {
   EXPECT_EQ(st.st_gid, 44u);
   EXPECT_EQ(st.st_mode & 07777, 0660u) << "a group without a mode means 0660";
   EXPECT_EQ(Readlink(Run("static_node-tags/uaccess/fuse")), "/dev/fuse");
+}
+
+// initramfs-tools starts udevd with --resolve-names=never, over images whose /etc/group lacks
+// the groups of Debian's rules: GROUP= is then left out without a word, MODE still applies.
+TEST_F(UdevRulesHandlerTest, ResolveNamesNeverDropsGroupNamesQuietly) {
+  Rules("50-a.rules", "KERNEL==\"ttyUSB0\", GROUP=\"cdrom\", MODE=\"0640\"\n");
+  AddTty("ttyUSB0", 0);
+  MakeHandler();
+  EXPECT_EQ(Counter("udevrules_rule_problems"), 1u) << "early: the unknown group is said";
+  handler_.reset();
+  resolve_names_ = ResolveNames::kNever;
+  MakeHandler();
+  EXPECT_EQ(Counter("udevrules_rule_problems"), 0u);
+  Handle(TtyEvent("add", "ttyUSB0", 0, 1));
+  struct stat st;
+  ASSERT_EQ(::lstat(Dev("ttyUSB0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
 TEST_F(UdevRulesHandlerTest, ReloadKeepsTheGoodRulesOfABrokenFile) {
