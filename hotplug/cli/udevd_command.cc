@@ -82,8 +82,11 @@ bool StderrIsJournal() {
   return absl::string_view(e) == absl::StrCat(st.st_dev, ":", st.st_ino);
 }
 
-// Where udevd's log.c would write: the kernel log or the console.
-LogSink UdevdLogSink(bool debug) {
+// Where udevd's log.c would write: the kernel log or the console. One change on purpose: udevd
+// --daemon below the debug level points its console at /dev/null before it reads the rules, so
+// its rule warnings are lost; here they go to the kernel log instead (dmesg has them, a `quiet`
+// boot's console does not).
+LogSink UdevdLogSink(bool debug, bool daemonize) {
   if (debug) return LogSink::kStderr;  // --debug: the console
   const char* target = std::getenv("SYSTEMD_LOG_TARGET");
   const absl::string_view t = target == nullptr ? "auto" : target;
@@ -91,7 +94,7 @@ LogSink UdevdLogSink(bool debug) {
       t == "syslog-or-kmsg") {
     return LogSink::kKmsg;  // no journal or syslog here: their fallback
   }
-  if (t == "auto" && (::getpid() == 1 || StderrIsJournal())) return LogSink::kKmsg;
+  if (t == "auto" && (::getpid() == 1 || StderrIsJournal() || daemonize)) return LogSink::kKmsg;
   return LogSink::kStderr;
 }
 
@@ -163,7 +166,7 @@ int UdevdCommand(const std::vector<std::string>& args) {
                                   settings.hotring_args, ": ", parsed.status().message())));
   }
   config.daemonize = settings.daemonize;
-  config.sink = UdevdLogSink(settings.debug);
+  config.sink = UdevdLogSink(settings.debug, settings.daemonize);
   config.log_tag = kName;
   LaunchOptions launch;
   launch.name = kName;
