@@ -43,7 +43,13 @@
 #   hotring-early    the same with hotring.early_coldplug=1 (the default with more CPUs)
 #   hotring-nohid    hotring's image settled on coldplug alone, like kernel-serial: the
 #                    keyboard's HID device may come (and its drivers load) after settled
-# All but udev carry the same modules (mkimage.sh's default set).
+#   debian-udev      Debian's initramfs as mkinitramfs makes it (mkimage_debian.sh), booted to
+#                    the root with root=UUID= of a disk whose /sbin/init reports
+#                    (mkdisk.sh --report-root): "settled" is when the root's init started
+#                    (/init -> root mounted, init-bottom's `udevadm control --exit` done)
+#   debian-hotring   the same image with systemd-udevd and udevadm replaced by links to
+#                    hotring (mkimage_debian.sh --hotring), the same criterion
+# All but udev and debian-* carry the same modules (mkimage.sh's default set).
 #
 #   bench_boot.sh [--hotring BIN] [--runs N (default 3)] [--smp "1 2"] [--images "LIST"]
 #                 [--keep DIR] [--timeout S] [--boost]
@@ -177,12 +183,23 @@ build() {
     hotring-hostonly) sh "$here/mkimage.sh" --hotring "$hotring" --out "$img" --host-only $hotring_args ;;
     mdev) sh "$here/mkimage.sh" --with-shell --init "$work/init-mdev" --mdev-conf "$work/mdev-idiom.conf" --out "$img" ;;
     udev) sh "$here/mkimage_udev.sh" --out "$img" --kernel-version "$version" ;;
+    debian-udev) sh "$here/mkimage_debian.sh" --out "$img" --kernel-version "$version" ;;
+    debian-hotring)
+      build debian-udev  # (sets img: the path is spelt out below)
+      sh "$here/mkimage_debian.sh" --base "$work/debian-udev.img" --hotring "$hotring" --out "$work/debian-hotring.img" ;;
     kernel-serial|kernel-parallel|kernel-serial-hid|kernel-parallel-hid)
       sh "$here/mkimage.sh" --with-shell --init "$work/init-$1" --add "$list=etc/bench.modules" --out "$img" ;;
     *) echo "bench_boot: unknown image $1" >&2; return 1 ;;
   esac
 }
 [ -s "$work/disk.img" ] || sh "$here/mkdisk.sh" --out "$work/disk.img"
+# The debian-* images boot to the root: a disk whose init reports, found by its UUID.
+root_uuid=""
+case " $images " in
+  *" debian-"*)
+    [ -s "$work/disk-report.img" ] || sh "$here/mkdisk.sh" --out "$work/disk-report.img" --report-root
+    root_uuid=$(blkid -o value -s UUID "$work/disk-report.img") ;;
+esac
 for i in $images; do build "$i"; done
 
 # --boost: each boot in a new session (a new autogroup) at nice -15, set by the session's shell.
@@ -225,9 +242,12 @@ for run in $(seq 1 "$runs"); do
         hotring-late) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.early_coldplug=0" ;;
         hotring-early) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.early_coldplug=1" ;;
         hotring-nohid) ;;
+        debian-*) append="root=UUID=$root_uuid" ;;
         hotring-full) append="$append hotring.settle_for=SUBSYSTEM=hid hotring.coldplug_needed=0" ;;
       esac
-      launch sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$work/disk.img" \
+      disk="$work/disk.img"
+      case "$i" in debian-*) disk="$work/disk-report.img" ;; esac
+      launch sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$(image_file "$i")" --disk "$disk" \
         --log "$log" --smp "$smp" --timeout "$timeout" --append "$append" || status=$?
       line=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: time //p' | head -n 1)
       mods=$(tr -d '\r' <"$log" | sed -n 's/^hotring-report: modules //p' | head -n 1 | wc -w)

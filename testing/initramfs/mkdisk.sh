@@ -4,16 +4,20 @@
 # marker program: it prints "hotring-marker: switched to the ext4 root" and powers the guest
 # off. busybox-static is its shell and its poweroff.
 #
-#   mkdisk.sh --out IMAGE [--busybox FILE]
+#   mkdisk.sh --out IMAGE [--busybox FILE] [--report-root]
 # --busybox: another architecture's busybox-static (default /bin/busybox, this machine's).
+# --report-root: /sbin/init is root_report.sh instead (what an initramfs left behind: time to
+#   the root, modules, /dev/disk links, the device database, daemons still running).
 set -eu
 # Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
 export PATH="$PATH:/usr/sbin:/sbin"
-out="" busybox=/bin/busybox
+out="" busybox=/bin/busybox report=0
+here=$(cd "$(dirname "$0")" && pwd)
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --busybox) busybox=$2; shift 2 ;;
+    --report-root) report=1; shift ;;
     *) echo "mkdisk.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -28,6 +32,7 @@ cat >"$work/sbin/init" <<'INIT'
 /bin/busybox echo "hotring-marker: switched to the ext4 root, pid $$, root $(/bin/busybox awk '$2 == "/" {print $1, $3}' /proc/mounts | /bin/busybox tail -n 1)"
 /bin/busybox poweroff -f
 INIT
+[ "$report" = 0 ] || cp "$here/root_report.sh" "$work/sbin/init"
 chmod 755 "$work/sbin/init"
 rm -f "$out"
 mkfs.ext4 -q -L hotring-root -d "$work" "$out" 32M

@@ -1,0 +1,58 @@
+#!/bin/sh
+# Debian's own initramfs (initramfs-tools' mkinitramfs for kernel V, as Debian builds it), and
+# the same image with udev's two programs replaced by hotring: with --hotring BIN a second
+# archive is appended (the kernel unpacks concatenated archives in order, a later entry
+# replacing an earlier one) holding only
+#   /usr/bin/hotring                  BIN
+#   /usr/bin/udevadm                  -> hotring
+#   /usr/lib/systemd/systemd-udevd    -> ../../bin/hotring
+# Nothing else changes: initramfs-tools' scripts call `systemd-udevd --daemon`, `udevadm
+# trigger`, `udevadm settle` and `udevadm control --exit` as they would with udev, and the
+# daemon runs the image's own rules.d. The image does not measure anything itself: the root
+# disk's /sbin/init (mkdisk.sh --report-root) reports once the root is mounted.
+#
+#   mkimage_debian.sh --out IMAGE [--hotring BIN] [--kernel-version V] [--base MKINITRAMFS_IMAGE]
+#
+# Without --base it runs `mkinitramfs -o` into a temporary file (the machine's /boot is not
+# touched). Needs initramfs-tools and udev (installed on demand, udev without being started).
+set -eu
+# Bazel's strict action environment leaves out the sbin directories (mkinitramfs, depmod).
+export PATH="$PATH:/usr/sbin:/sbin"
+out="" hotring="" version="" base=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --hotring) hotring=$2; shift 2 ;;
+    --kernel-version) version=$2; shift 2 ;;
+    --base) base=$2; shift 2 ;;
+    *) echo "mkimage_debian.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || { echo "mkimage_debian.sh: --out is required" >&2; exit 2; }
+[ -n "$version" ] || version=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n 1)
+work=$(mktemp -d "${TMPDIR:-/tmp}/mkimage-debian.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+if [ -z "$base" ]; then
+  for p in initramfs-tools udev; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
+      echo "mkimage_debian.sh: installing $p" >&2
+      # udev's maintainer scripts would start the daemon on this machine: policy-rc.d says no.
+      [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; }
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
+    }
+  done
+  base="$work/base.img"
+  mkinitramfs -o "$base" "$version" >/dev/null
+fi
+if [ -z "$hotring" ]; then
+  cp "$base" "$out"
+  exit 0
+fi
+mkdir -p "$work/overlay/usr/bin" "$work/overlay/usr/lib/systemd"
+cp "$hotring" "$work/overlay/usr/bin/hotring"
+strip "$work/overlay/usr/bin/hotring" 2>/dev/null || true
+chmod 755 "$work/overlay/usr/bin/hotring"
+ln -s hotring "$work/overlay/usr/bin/udevadm"
+ln -s ../../bin/hotring "$work/overlay/usr/lib/systemd/systemd-udevd"
+( cd "$work/overlay" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/overlay.img"
+cat "$base" "$work/overlay.img" >"$out"
