@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -12,13 +13,17 @@
 
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -401,6 +406,50 @@ TEST_P(SpawnerMethodTest, HangingHandlerIsTerminatedAtTheTimeout) {
   EXPECT_FALSE(result->exit.exited);
   EXPECT_EQ(result->exit.code, SIGTERM);
   EXPECT_GE(result->duration, absl::Milliseconds(200));
+}
+
+// The daemon's shape: a worker thread waits for jobs while the reactor thread spawns a handler,
+// then hands the worker a fresh eventfd under a mutex (a blocking pool's job and its wake-up).
+// The spawn must leave the spawning thread's synchronisation as it was: under ThreadSanitizer a
+// vfork-style child that ran the runtime's fork bookkeeping on the shared memory made the
+// runtime drop this thread's mutex releases, and the worker's write was reported as a race with
+// the eventfd's creation (which killed the daemon).
+TEST_P(SpawnerMethodTest, SpawnInAThreadedProcessKeepsTheSpawningThreadsSynchronisation) {
+  std::mutex mutex;
+  std::condition_variable handed;
+  bool ready = false;  // guarded by `mutex`, as is wake_fd
+  int wake_fd = -1;
+  std::thread worker([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    handed.wait(lock, [&] { return ready; });
+    const int fd = wake_fd;
+    lock.unlock();
+    if (fd < 0) return;
+    const uint64_t one = 1;
+    EXPECT_EQ(::write(fd, &one, sizeof(one)), static_cast<ssize_t>(sizeof(one)));
+  });
+  absl::StatusOr<ChildProcess> child = spawner_->Start(Shell("exit 4"));
+  EXPECT_TRUE(child.ok()) << child.status();
+  if (child.ok()) {
+    const absl::StatusOr<io::ExitStatus> exit = child->WaitBlocking();
+    EXPECT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit.ok() ? DescribeExit(*exit) : exit.status().ToString(), "exit code 4");
+  }
+
+  const int fd = ::eventfd(0, EFD_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ready = true;
+    wake_fd = fd;
+  }
+  handed.notify_one();
+  worker.join();
+  ASSERT_GE(fd, 0);
+  uint64_t count = 0;
+  EXPECT_EQ(::read(fd, &count, sizeof(count)), static_cast<ssize_t>(sizeof(count)));
+  EXPECT_EQ(count, 1u);
+  ::close(fd);
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, SpawnerMethodTest,
