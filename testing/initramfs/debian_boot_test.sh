@@ -13,6 +13,12 @@
 #     root across switch_root);
 #   - no device manager is left running after init-bottom's `udevadm control --exit`;
 #   - the console shows no line from the drop-in (a `quiet` boot stays quiet).
+# Then both again with input devices (a USB keyboard and a USB tablet) and what an image needs
+# for them (mkimage_debian.sh --input: evdev and udev's input rules), and Debian's udevadm and
+# libinput on the root disk (mkdisk.sh --input-tools): in the booted root, `udevadm info` of
+# every event node and `libinput list-devices` (from the database hotring wrote in the
+# initramfs) must say what they say after systemd-udevd, and libinput must list the keyboard
+# and the tablet.
 # The consoles are kept in $TEST_UNDECLARED_OUTPUTS_DIR. HOTRING_DEBIAN_BOOT_SMP (default 1);
 # HOTRING_DEBIAN_BOOT_BASE: an image mkinitramfs made before, instead of running it (minutes).
 # mkinitramfs needs initramfs-tools and udev (mkimage_debian.sh installs them when missing).
@@ -49,21 +55,30 @@ sh "$here/mkimage_debian.sh" --out "$work/udev.img" --kernel-version "$version" 
   { echo "debian_boot_test: mkimage_debian.sh (mkinitramfs) failed" >&2; exit 1; }
 sh "$here/mkimage_debian.sh" --base "$work/udev.img" --hotring "$hotring" --out "$work/hotring.img" ||
   { echo "debian_boot_test: mkimage_debian.sh --hotring failed" >&2; exit 1; }
+sh "$here/mkimage_debian.sh" --base "$work/udev.img" --input --out "$work/udev-input.img" ||
+  { echo "debian_boot_test: mkimage_debian.sh --input failed" >&2; exit 1; }
+sh "$here/mkimage_debian.sh" --base "$work/udev-input.img" --hotring "$hotring" --out "$work/hotring-input.img" ||
+  { echo "debian_boot_test: mkimage_debian.sh --input --hotring failed" >&2; exit 1; }
 sh "$here/mkdisk.sh" --out "$work/disk.img" --report-root || { echo "debian_boot_test: mkdisk.sh failed" >&2; exit 1; }
+sh "$here/mkdisk.sh" --out "$work/disk-input.img" --report-root --input-tools ||
+  { echo "debian_boot_test: mkdisk.sh --input-tools failed" >&2; exit 1; }
 uuid=$(blkid -o value -s UUID "$work/disk.img")
-[ -n "$uuid" ] || { echo "debian_boot_test: the disk has no UUID" >&2; exit 1; }
+uuid_input=$(blkid -o value -s UUID "$work/disk-input.img")
+[ -n "$uuid" ] && [ -n "$uuid_input" ] || { echo "debian_boot_test: a disk has no UUID" >&2; exit 1; }
 echo "debian_boot_test: kernel $kernel, hotring $hotring, smp $smp, root=UUID=$uuid"
 
-for image in udev hotring; do
+boot() {  # IMAGE DISK UUID [QEMU ARGS]
   status=0
-  sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/$image.img" --disk "$work/disk.img" \
-    --log "$out/console-$image.log" --smp "$smp" --timeout 360 --append "root=UUID=$uuid" || status=$?
-  tr -d '\r' <"$out/console-$image.log" >"$work/$image.console"
-  [ "$status" -eq 0 ] && pass "$image: the guest powered off (qemu exit 0)" ||
-    fail "$image: qemu exited $status (124: timeout)"
-  grep -q '^hotring-report: end' "$work/$image.console" && pass "$image: the root's init reported" ||
-    fail "$image: no report from the root's init; console tail: $(tail -n 8 "$work/$image.console" | tr '\n' '|')"
-done
+  sh "$here/qemu_boot.sh" --kernel "$kernel" --initrd "$work/$1.img" --disk "$work/$2" \
+    --log "$out/console-$1.log" --smp "$smp" --timeout 360 --append "root=UUID=$3" \
+    --qemu-args "${4:-}" || status=$?
+  tr -d '\r' <"$out/console-$1.log" >"$work/$1.console"
+  [ "$status" -eq 0 ] && pass "$1: the guest powered off (qemu exit 0)" ||
+    fail "$1: qemu exited $status (124: timeout)"
+  grep -q '^hotring-report: end' "$work/$1.console" && pass "$1: the root's init reported" ||
+    fail "$1: no report from the root's init; console tail: $(tail -n 8 "$work/$1.console" | tr '\n' '|')"
+}
+for image in udev hotring; do boot "$image" disk.img "$uuid"; done
 fact() { sed -n "s|^hotring-report: $2 ||p" "$work/$1.console"; }
 echo "--- hotring's report ---"
 grep '^hotring-report' "$work/hotring.console" | cut -c1-300
@@ -109,6 +124,32 @@ left=$(fact hotring left | tr '\n' ';')
 
 noise=$(grep -E '^(udevd|udevadm|systemd-udevd|hotring)[: ]' "$work/hotring.console" | head -n 3 | tr '\n' '|')
 [ -z "$noise" ] && pass "the quiet console got no line from the drop-in" || fail "the drop-in wrote to the console: $noise"
+
+# --- with input devices ---
+for image in udev-input hotring-input; do
+  boot "$image" disk-input.img "$uuid_input" "-device usb-tablet,bus=xhci.0"
+done
+echo "--- hotring-input's report (input and libinput lines) ---"
+grep -E '^hotring-report: (input|libinput) ' "$work/hotring-input.console" | cut -c1-300
+echo "---"
+fact hotring-input input | sort >"$work/hotring.input"
+fact udev-input input | sort >"$work/udev.input"
+if [ -s "$work/udev.input" ] && cmp -s "$work/udev.input" "$work/hotring.input"; then
+  pass "udevadm info in the root: the same properties of $(wc -l <"$work/hotring.input") event nodes as after systemd-udevd"
+else
+  fail "udevadm info of the event nodes differs (< udev, > hotring): $(diff "$work/udev.input" "$work/hotring.input" | grep '^[<>]' | tr '\n' ' ')"
+fi
+fact hotring-input libinput >"$work/hotring.libinput"
+fact udev-input libinput >"$work/udev.libinput"
+if [ -s "$work/udev.libinput" ] && cmp -s "$work/udev.libinput" "$work/hotring.libinput"; then
+  pass "libinput list-devices in the root: the same $(grep -c '^Device:' "$work/hotring.libinput") devices as after systemd-udevd"
+else
+  fail "libinput list-devices differs (< udev, > hotring): $(diff "$work/udev.libinput" "$work/hotring.libinput" | grep '^[<>]' | tr '\n' ' ')"
+fi
+for device in "QEMU QEMU USB Keyboard" "QEMU QEMU USB Tablet"; do
+  grep -qx "Device: $device" "$work/hotring.libinput" &&
+    pass "libinput lists the $device" || fail "libinput does not list the $device"
+done
 
 boot_time() { fact "$1" time; }
 echo "times (ms, from the kernel's Run /init to the root's init): udev $(boot_time udev); hotring $(boot_time hotring)"

@@ -4,20 +4,23 @@
 # marker program: it prints "hotring-marker: switched to the ext4 root" and powers the guest
 # off. busybox-static is its shell and its poweroff.
 #
-#   mkdisk.sh --out IMAGE [--busybox FILE] [--report-root]
+#   mkdisk.sh --out IMAGE [--busybox FILE] [--report-root [--input-tools]]
 # --busybox: another architecture's busybox-static (default /bin/busybox, this machine's).
 # --report-root: /sbin/init is root_report.sh instead (what an initramfs left behind: time to
 #   the root, modules, /dev/disk links, the device database, daemons still running).
+# --input-tools: Debian's udevadm and libinput (libinput-tools, installed when missing) with
+#   their libraries, quirks and libwacom's database: the report then says what they see.
 set -eu
 # Bazel's strict action environment leaves out the sbin directories (depmod, mkfs.ext4).
 export PATH="$PATH:/usr/sbin:/sbin"
-out="" busybox=/bin/busybox report=0
+out="" busybox=/bin/busybox report=0 input=0 size=32M
 here=$(cd "$(dirname "$0")" && pwd)
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --busybox) busybox=$2; shift 2 ;;
     --report-root) report=1; shift ;;
+    --input-tools) input=1; size=160M; shift ;;
     *) echo "mkdisk.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -34,5 +37,15 @@ cat >"$work/sbin/init" <<'INIT'
 INIT
 [ "$report" = 0 ] || cp "$here/root_report.sh" "$work/sbin/init"
 chmod 755 "$work/sbin/init"
+if [ "$input" = 1 ]; then
+  dpkg-query -W -f='${Status}' libinput-tools 2>/dev/null | grep -q "install ok installed" || {
+    echo "mkdisk.sh: installing libinput-tools" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libinput-tools >/dev/null
+  }
+  . "$here/copy_program.sh"
+  copy_program "$work" as-is /bin/udevadm /usr/libexec/libinput/libinput-list-devices
+  mkdir -p "$work/usr/share"
+  cp -r /usr/share/libinput /usr/share/libwacom "$work/usr/share/"
+fi
 rm -f "$out"
-mkfs.ext4 -q -L hotring-root -d "$work" "$out" 32M
+mkfs.ext4 -q -L hotring-root -d "$work" "$out" "$size"

@@ -12,19 +12,25 @@
 # disk's /sbin/init (mkdisk.sh --report-root) reports once the root is mounted.
 #
 #   mkimage_debian.sh --out IMAGE [--hotring BIN] [--kernel-version V] [--base MKINITRAMFS_IMAGE]
+#                     [--input]
 #
+# --input: the image gets what input devices need in an initramfs, as a user adds it
+# (initramfs-tools leaves both out): the evdev driver (with the image's module indexes remade by
+# depmod) and udev's 60-input-id.rules and 60-persistent-input.rules. An archive appended to the
+# base image, before hotring's.
 # Without --base it runs `mkinitramfs -o` into a temporary file (the machine's /boot is not
 # touched). Needs initramfs-tools and udev (installed on demand, udev without being started).
 set -eu
 # Bazel's strict action environment leaves out the sbin directories (mkinitramfs, depmod).
 export PATH="$PATH:/usr/sbin:/sbin"
-out="" hotring="" version="" base=""
+out="" hotring="" version="" base="" input=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --hotring) hotring=$2; shift 2 ;;
     --kernel-version) version=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
+    --input) input=1; shift ;;
     *) echo "mkimage_debian.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +49,24 @@ if [ -z "$base" ]; then
   done
   base="$work/base.img"
   mkinitramfs -o "$base" "$version" >/dev/null
+fi
+if [ "$input" = 1 ]; then
+  mkdir -p "$work/x"
+  unmkinitramfs "$base" "$work/x" >/dev/null
+  main="$work/x"
+  [ -d "$work/x/main" ] && main="$work/x/main"
+  kdir="usr/lib/modules/$version"
+  [ -d "$main/$kdir" ] || { echo "mkimage_debian.sh: the image has no $kdir" >&2; exit 1; }
+  mkdir -p "$work/input/$kdir/kernel/drivers/input" "$work/input/usr/lib/udev/rules.d"
+  cp "/lib/modules/$version/kernel/drivers/input/evdev.ko" "$main/$kdir/kernel/drivers/input/"
+  cp "/lib/modules/$version/kernel/drivers/input/evdev.ko" "$work/input/$kdir/kernel/drivers/input/"
+  depmod -b "$main/usr" "$version"
+  cp "$main/$kdir"/modules.* "$work/input/$kdir/"
+  cp /lib/udev/rules.d/60-input-id.rules /lib/udev/rules.d/60-persistent-input.rules \
+    "$work/input/usr/lib/udev/rules.d/"
+  ( cd "$work/input" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/input.img"
+  cat "$base" "$work/input.img" >"$work/with-input.img"
+  base="$work/with-input.img"
 fi
 if [ -z "$hotring" ]; then
   cp "$base" "$out"

@@ -10,6 +10,12 @@
 #   rootdb LINE                     the root device's database entry (but its I: time)
 #   left PID COMM                   a device manager still running (none should be)
 #   root DEV FSTYPE                 what is mounted on /
+# With Debian's udevadm and libinput on the disk (mkdisk.sh --input-tools), what they read from
+# the database the initramfs handed over:
+#   input NAME | PROPERTY=VALUE...  `udevadm info -q property` of each event node (the input
+#                                   and link properties; DEVLINKS one DEVLINK= per link), by
+#                                   the device's name
+#   libinput Device|Capabilities: ... `libinput list-devices`
 bb=/bin/busybox
 $bb mount -t proc proc /proc 2>/dev/null
 read -r t1 _ </proc/uptime
@@ -33,6 +39,20 @@ for p in /proc/[0-9]*; do
     systemd-udevd|udevd|udevadm|hotring) echo "hotring-report: left ${p#/proc/} $comm" ;;
   esac
 done
+if [ -x /bin/udevadm ]; then
+  export SYSTEMD_PAGER=cat PAGER=cat SYSTEMD_COLORS=0
+  for e in /dev/input/event*; do
+    [ -e "$e" ] || continue
+    name=$($bb cat "/sys/class/input/${e##*/}/device/name" 2>/dev/null)
+    # DEVLINKS in name order: udevadm joins them in the order of a hash set, not a fixed one.
+    props=$(/bin/udevadm info -q property -n "$e" | $bb grep -E '^(ID_INPUT[A-Z_]*|ID_BUS|ID_SERIAL|ID_PATH|DEVLINKS)=' |
+      $bb awk '/^DEVLINKS=/ {n = split(substr($0, 10), l, " "); for (i = 1; i <= n; i++) print "DEVLINK=" l[i]; next} {print}' |
+      $bb sort | $bb tr '\n' ' ')
+    echo "hotring-report: input $name | $props"
+  done | $bb sort
+  /usr/libexec/libinput/libinput-list-devices 2>&1 | $bb grep -E '^(Device|Capabilities):' |
+    $bb sed 's/  */ /g; s/^/hotring-report: libinput /'
+fi
 echo "hotring-report: root $($bb awk '$2 == "/" {print $1, $3}' /proc/mounts | $bb tail -n 1)"
 echo "hotring-report: end"
 $bb poweroff -f
