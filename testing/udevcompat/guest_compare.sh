@@ -78,21 +78,9 @@ dd if="$work/p2.img" of="$disk" bs=512 seek="$p2start" conv=notrunc status=none
 # libinput quirks and the libwacom database.
 tools="$work/tools"
 rm -rf "$tools"; mkdir -p "$tools"
-put() {  # put FILE: copies FILE to the same path under usr/ in the overlay
-  real=$(readlink -f "$1")
-  case "$real" in /usr/*) dest="$real" ;; *) dest="/usr$real" ;; esac
-  mkdir -p "$tools$(dirname "$dest")"
-  cp -L "$1" "$tools$dest"
-  # The name the loader asks for (a soname link, /lib64/ld-linux...) too.
-  case "$1" in /usr/*) name="$1" ;; *) name="/usr$1" ;; esac
-  [ "$name" = "$dest" ] || { mkdir -p "$tools$(dirname "$name")"; cp -L "$1" "$tools$name"; }
-}
-for bin in /bin/udevadm /usr/libexec/libinput/libinput-list-devices; do
-  put "$bin"
-  ldd "$bin" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' | sort -u |
-    while read -r lib; do put "$lib"; done
-done
-put /usr/bin/libinput
+. "$initramfs/copy_program.sh"
+copy_program "$tools" usr /bin/udevadm /usr/libexec/libinput/libinput-list-devices
+copy_file_to "$tools" usr /usr/bin/libinput
 mkdir -p "$tools/usr/share"
 cp -r /usr/share/libinput /usr/share/libwacom "$tools/usr/share/"
 cp "$here/guest_dump.sh" "$tools/guest_dump.sh"
