@@ -8,7 +8,6 @@
 //
 //   make_tree OUT_DIR      (OUT_DIR must not exist; its parent must)
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +16,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
 #include "testing/fake_sysfs.h"
 #include "testing/udev_devices.h"
 
@@ -99,33 +100,17 @@ absl::Status AddDevLinks(const std::string& root) {
   return absl::OkStatus();
 }
 
+// The catalog, then the extras and the /sys/dev links (which must see every device).
+absl::StatusOr<std::vector<hotring::testing::CatalogDevice>> BuildComparisonTree(FakeSysfs& sys) {
+  HOTRING_ASSIGN_OR_RETURN(std::vector<hotring::testing::CatalogDevice> devices,
+                           hotring::testing::BuildUdevCatalog(sys));
+  HOTRING_RETURN_IF_ERROR(AddExtras(sys));
+  HOTRING_RETURN_IF_ERROR(AddDevLinks(sys.root()));
+  return devices;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: make_tree OUT_DIR\n");
-    return 2;
-  }
-  const std::string out = argv[1];
-  const std::string parent = out.substr(0, out.rfind('/'));
-  setenv("TEST_TMPDIR", parent.empty() ? "/" : parent.c_str(), 1);
-  absl::StatusOr<FakeSysfs> sys = FakeSysfs::Create();
-  if (!sys.ok()) {
-    fprintf(stderr, "make_tree: %s\n", std::string(sys.status().message()).c_str());
-    return 1;
-  }
-  absl::StatusOr<std::vector<hotring::testing::CatalogDevice>> devices =
-      hotring::testing::BuildUdevCatalog(*sys);
-  absl::Status extras = devices.ok() ? AddExtras(*sys) : devices.status();
-  if (extras.ok()) extras = AddDevLinks(sys->root());
-  if (!extras.ok()) {
-    fprintf(stderr, "make_tree: %s\n", std::string(extras.message()).c_str());
-    return 1;
-  }
-  if (rename(sys->root().c_str(), out.c_str()) != 0) {
-    perror(absl::StrCat("make_tree: rename to ", out).c_str());
-    return 1;
-  }
-  for (const auto& d : *devices) printf("%s %s\n", d.name.c_str(), d.devpath.c_str());
-  return 0;
+  return hotring::testing::WriteCatalogTreeMain(argc, argv, "make_tree", BuildComparisonTree);
 }
