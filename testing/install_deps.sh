@@ -9,6 +9,7 @@
 #                           prober and fault tests' tools, clang for the fuzz targets, and the
 #                           ARM cross compilers, libraries and qemu of the board builds
 set -eu
+. "$(dirname "$0")/debian_packages.sh"
 all=0
 case "${1:-}" in
   --all) all=1 ;;
@@ -61,29 +62,17 @@ if [ "$all" = 1 ]; then
   done
   pkgs="$pkgs g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-system-arm"
 fi
-missing=""
-for p in $pkgs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+# shellcheck disable=SC2086
+missing=$(missing_packages $pkgs)
 if [ -n "$missing" ]; then
-  echo "installing:$missing" >&2
+  echo "installing: $missing" >&2
   export DEBIAN_FRONTEND=noninteractive
   # One architecture's index may be mid-sync on the mirror; what was fetched still serves.
   apt-get update -qq || echo "apt-get update failed for some index; going on with the rest" >&2
   update=""
-  # Nothing installed here may start a service (udev's systemd-udevd): a policy-rc.d that
-  # refuses every start, removed again unless it was there before.
-  policy=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    policy=1
-  fi
+  # Nothing installed here may start a service (udev's systemd-udevd).
   # shellcheck disable=SC2086
-  install_status=0
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null || install_status=$?
-  [ -z "$policy" ] || rm -f /usr/sbin/policy-rc.d
-  [ "$install_status" = 0 ] || exit "$install_status"
+  install_without_starting $missing
 fi
 [ "$all" = 1 ] || exit 0
 # liburing.a for each board. liburing-dev:ARCH needs linux-libc-dev:ARCH at exactly the host's

@@ -29,12 +29,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mkimage-udev.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 if [ -z "$base" ]; then
   # The tests do not need these, so testing/install_deps.sh leaves them out; install on demand.
-  for p in initramfs-tools udev; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
-      echo "mkimage_udev.sh: installing $p" >&2
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
-    }
-  done
+  . "$(dirname "$0")/../debian_packages.sh"
+  install_missing initramfs-tools udev
   base="$work/base.img"
   mkinitramfs -o "$base" "$version" >/dev/null
 fi

@@ -13,15 +13,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
-if ! command -v udevadm >/dev/null 2>&1; then
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-  chmod +x /usr/sbin/policy-rc.d
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends udev >/dev/null
-fi
-if pgrep -x systemd-udevd >/dev/null; then
-  echo "make_goldens: a systemd-udevd runs on this machine; refusing to go on" >&2
-  exit 1
-fi
+. "$repo/testing/debian_packages.sh"
+need_reference_udev
 version=$(dpkg-query -W -f='${Version}' udev)
 bazel build //testing/udevadm:make_tree >/dev/null 2>&1
 WORK=$(mktemp -d /tmp/udevadm-goldens.XXXXXX)

@@ -16,14 +16,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
-if ! command -v udevadm >/dev/null 2>&1; then
-  [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends udev >/dev/null
-fi
-if pgrep -x systemd-udevd >/dev/null; then
-  echo "make_goldens: a systemd-udevd runs on this machine; refusing to go on" >&2
-  exit 1
-fi
+. "$repo/testing/debian_packages.sh"
+need_reference_udev
 version=$(dpkg-query -W -f='${Version}' udev)
 work=$(mktemp -d /tmp/udevbuiltins-goldens.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -9,13 +9,9 @@ dir=$1
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
 need="e2fsprogs dosfstools squashfs-tools btrfs-progs xfsprogs cryptsetup-bin erofs-utils exfatprogs ntfs-3g xorriso f2fs-tools gdisk fdisk"
-missing=""
-for p in $need; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
-if [ -n "$missing" ]; then
-  [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+. "$here/../debian_packages.sh"
+# shellcheck disable=SC2086
+install_missing $need
 content=$(mktemp -d)
 trap 'rm -rf "$content"' EXIT
 echo hotring > "$content/file"

@@ -54,12 +54,8 @@ if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else
 work=$(cd "$work" && pwd)
 version=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n 1)
 kernel="/boot/vmlinuz-$version"
-for p in initramfs-tools udev libinput-tools gdisk dosfstools; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
-    echo "guest_compare.sh: installing $p" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
-  }
-done
+. "$here/../debian_packages.sh"
+install_missing initramfs-tools udev libinput-tools gdisk dosfstools
 
 # --- the disk: GPT, partition 1 ext4 "hr-ext4", partition 2 vfat "HRVFAT" (names "hr-root",
 # "hr-esp"); the filesystems are made in files and copied in (nothing is mounted).
