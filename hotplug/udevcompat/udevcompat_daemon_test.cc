@@ -1,7 +1,5 @@
 // `hotring daemon --udev-compat` end to end: an event sent to the real binary gets its database
 // entry, its by-* links and its libudev announcement on group 2 (in a private network namespace).
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <climits>
@@ -14,6 +12,7 @@
 #include "hotplug/udev/monitor.h"
 #include "testing/daemon_fixture.h"
 #include "testing/fake_sysfs.h"
+#include "testing/udev_monitor_listener.h"
 #include "testing/uevent_injector.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -46,12 +45,8 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   ASSERT_EQ(::mkdir(dev.c_str(), 0755), 0);
   { std::ofstream(*dir + "/mdev.conf") << ""; }
 
-  const int listener = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
-  ASSERT_GE(listener, 0);
-  sockaddr_nl addr{};
-  addr.nl_family = AF_NETLINK;
-  addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  absl::StatusOr<testing::UdevMonitorListener> listener = testing::UdevMonitorListener::Open();
+  ASSERT_TRUE(listener.ok()) << listener.status();
 
   absl::StatusOr<testing::DaemonProcess> daemon = testing::DaemonProcess::Start(
       {.args = {"--udev-compat", "--udev-fallback", "--udev-run", run, "--dev-root", dev, "--config", *dir + "/mdev.conf",
@@ -77,10 +72,9 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   ASSERT_GT(n, 0);
   EXPECT_EQ(std::string(target, static_cast<size_t>(n)), "../../input/event3");
 
-  char buf[8192];
-  const ssize_t got = ::recv(listener, buf, sizeof(buf), MSG_DONTWAIT);
-  ASSERT_GT(got, 0) << "no announcement on group 2";
-  auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(got)));
+  const std::vector<std::string> got = listener->Receive();
+  ASSERT_FALSE(got.empty()) << "no announcement on group 2";
+  auto props = udev::DecodeMonitorMessage(got[0]);
   ASSERT_TRUE(props.ok()) << props.status();
   EXPECT_THAT(*props, ::testing::Contains(std::make_pair(std::string("ID_INPUT_MOUSE"), std::string("1"))));
 
@@ -91,7 +85,6 @@ TEST(UdevCompatDaemonTest, SentEventGetsDatabaseLinksAndAnnouncement) {
   // by-path only: an i8042 device has no USB interface for a by-id link.
   EXPECT_EQ(status->at("udevcompat_links_made"), 1u);
   ASSERT_TRUE(daemon->Stop().ok());
-  ::close(listener);
 }
 
 TEST(UdevCompatDaemonTest, RebroadcastOnGroupTwoConflicts) {

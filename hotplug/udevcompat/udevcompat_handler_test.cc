@@ -3,8 +3,6 @@
 // announcements received on netlink group 2 in a private network namespace.
 #include "hotplug/udevcompat/udevcompat_handler.h"
 
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +21,7 @@
 #include "hotplug/udev/monitor.h"
 #include "io/reactor.h"
 #include "testing/fake_sysfs.h"
+#include "testing/udev_monitor_listener.h"
 #include "testing/uevent_injector.h"
 
 namespace hotring::hotplug::udevcompat {
@@ -83,17 +83,11 @@ class UdevCompatHandlerTest : public ::testing::Test {
     ASSERT_TRUE(r.ok());
     reactor_ = std::move(*r);
     // Listen on group 2 before anything is announced.
-    listener_ = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
-    ASSERT_GE(listener_, 0);
-    sockaddr_nl addr{};
-    addr.nl_family = AF_NETLINK;
-    addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
-    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    absl::StatusOr<testing::UdevMonitorListener> listener = testing::UdevMonitorListener::Open();
+    ASSERT_TRUE(listener.ok()) << listener.status();
+    listener_.emplace(std::move(*listener));
   }
-  void TearDown() override {
-    handler_.reset();
-    if (listener_ >= 0) ::close(listener_);
-  }
+  void TearDown() override { handler_.reset(); }
 
   void MakeHandler() {
     absl::StatusOr<std::unique_ptr<UdevCompatHandler>> h = UdevCompatHandler::Create(
@@ -108,19 +102,11 @@ class UdevCompatHandlerTest : public ::testing::Test {
     EXPECT_EQ(r->outcome, HandlerOutcome::kHandled);
   }
 
-  // Every announcement received so far, decoded.
+  // The announcements received since the last call, decoded.
   std::vector<std::map<std::string, std::string>> Announcements() {
-    std::vector<std::map<std::string, std::string>> out;
-    char buf[16384];
-    while (true) {
-      const ssize_t n = ::recv(listener_, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n <= 0) break;
-      auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
-      EXPECT_TRUE(props.ok()) << props.status();
-      raw_.emplace_back(buf, static_cast<size_t>(n));
-      if (props.ok()) out.emplace_back(props->begin(), props->end());
-    }
-    return out;
+    absl::StatusOr<std::vector<std::map<std::string, std::string>>> got = listener_->ReceiveAnnouncements();
+    EXPECT_TRUE(got.ok()) << got.status();
+    return got.ok() ? *std::move(got) : std::vector<std::map<std::string, std::string>>{};
   }
 
   uint64_t Counter(const std::string& name) {
@@ -178,8 +164,7 @@ class UdevCompatHandlerTest : public ::testing::Test {
   std::string base_;
   std::unique_ptr<io::Reactor> reactor_;
   std::unique_ptr<UdevCompatHandler> handler_;
-  int listener_ = -1;
-  std::vector<std::string> raw_;  // every datagram Announcements() received, undecoded
+  std::optional<testing::UdevMonitorListener> listener_;
 };
 
 // The tag bloom filter of a libudev header (bytes 32..39, big-endian halves).
@@ -389,9 +374,10 @@ TEST_F(UdevCompatHandlerTest, SeatTagsInTheDatabaseTheTagIndexAndTheAnnouncement
   EXPECT_EQ(messages[1].at("ID_FOR_SEAT"), "drm-pci-0000_00_02_0");
   // The header's bloom filter holds the three tags (what udev_monitor_filter_add_match_tag's
   // in-kernel filter tests); the untagged PCI device's is empty.
-  ASSERT_EQ(raw_.size(), 2u);
-  EXPECT_EQ(HeaderBloom(raw_[0]), 0u);
-  EXPECT_EQ(HeaderBloom(raw_[1]),
+  const std::vector<std::string>& raw = listener_->received();
+  ASSERT_EQ(raw.size(), 2u);
+  EXPECT_EQ(HeaderBloom(raw[0]), 0u);
+  EXPECT_EQ(HeaderBloom(raw[1]),
             udev::TagBloomBits("seat") | udev::TagBloomBits("uaccess") | udev::TagBloomBits("master-of-seat"));
 
   // qemu's seat bridge: its ID_SEAT goes into the database, and the device below imports it.

@@ -6,8 +6,6 @@
 // (in a private network namespace).
 #include "hotplug/udevrules/udev_rules_handler.h"
 
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -16,16 +14,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hotplug/udev/monitor.h"
 #include "io/reactor.h"
 #include "testing/fake_sysfs.h"
 #include "testing/handler_recorder.h"
+#include "testing/udev_monitor_listener.h"
 #include "testing/uevent_injector.h"
 
 namespace hotring::hotplug::udevrules {
@@ -96,17 +95,11 @@ class UdevRulesHandlerTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<io::Reactor>> r = io::Reactor::Create();
     ASSERT_TRUE(r.ok());
     reactor_ = std::move(*r);
-    listener_ = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
-    ASSERT_GE(listener_, 0);
-    sockaddr_nl addr{};
-    addr.nl_family = AF_NETLINK;
-    addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
-    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    absl::StatusOr<testing::UdevMonitorListener> listener = testing::UdevMonitorListener::Open();
+    ASSERT_TRUE(listener.ok()) << listener.status();
+    listener_.emplace(std::move(*listener));
   }
-  void TearDown() override {
-    handler_.reset();
-    if (listener_ >= 0) ::close(listener_);
-  }
+  void TearDown() override { handler_.reset(); }
 
   void Rules(const std::string& name, const std::string& text) { WriteFile(base_ + "/rules/" + name, text); }
 
@@ -158,16 +151,9 @@ class UdevRulesHandlerTest : public ::testing::Test {
   }
 
   std::vector<std::map<std::string, std::string>> Announcements() {
-    std::vector<std::map<std::string, std::string>> out;
-    char buf[16384];
-    for (;;) {
-      const ssize_t n = ::recv(listener_, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n <= 0) break;
-      auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(n)));
-      EXPECT_TRUE(props.ok()) << props.status();
-      if (props.ok()) out.emplace_back(props->begin(), props->end());
-    }
-    return out;
+    absl::StatusOr<std::vector<std::map<std::string, std::string>>> got = listener_->ReceiveAnnouncements();
+    EXPECT_TRUE(got.ok()) << got.status();
+    return got.ok() ? *std::move(got) : std::vector<std::map<std::string, std::string>>{};
   }
 
   uint64_t Counter(const std::string& name) {
@@ -188,7 +174,7 @@ class UdevRulesHandlerTest : public ::testing::Test {
   std::unique_ptr<io::Reactor> reactor_;
   FakeModules modules_;
   std::unique_ptr<UdevRulesHandler> handler_;
-  int listener_ = -1;
+  std::optional<testing::UdevMonitorListener> listener_;
 };
 
 TEST_F(UdevRulesHandlerTest, NodeOwnerModeLinksDatabaseAndAnnouncement) {

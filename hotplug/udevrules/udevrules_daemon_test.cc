@@ -3,8 +3,6 @@
 // their RUN programs (testing/record_handler) and their libudev announcement on group 2 (in a
 // private network namespace); `control reload` takes a changed rule set and keeps the good rules
 // of a broken file; udev.conf's exec_delay stops the daemon from starting with a clear message.
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -20,6 +18,7 @@
 #include "testing/daemon_fixture.h"
 #include "testing/fake_sysfs.h"
 #include "testing/handler_recorder.h"
+#include "testing/udev_monitor_listener.h"
 #include "testing/uevent_injector.h"
 
 namespace hotring::hotplug::udevrules {
@@ -97,12 +96,8 @@ class UdevRulesDaemonTest : public ::testing::Test {
 };
 
 TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
-  const int listener = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
-  ASSERT_GE(listener, 0);
-  sockaddr_nl addr{};
-  addr.nl_family = AF_NETLINK;
-  addr.nl_groups = 1u << (udev::kUdevMonitorGroup - 1);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  absl::StatusOr<testing::UdevMonitorListener> listener = testing::UdevMonitorListener::Open();
+  ASSERT_TRUE(listener.ok()) << listener.status();
   absl::StatusOr<testing::DaemonProcess> daemon = StartDaemon(dir_ + "/udev.conf");
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   {
@@ -125,10 +120,9 @@ TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
   EXPECT_EQ(runs[0].seqnum, "5");
   EXPECT_THAT(runs[0].env_keys, HasSubstr("ID_BOARD_ROLE"));
 
-  char buf[8192];
-  const ssize_t got = ::recv(listener, buf, sizeof(buf), MSG_DONTWAIT);
-  ASSERT_GT(got, 0) << "no announcement on group 2";
-  auto props = udev::DecodeMonitorMessage(absl::string_view(buf, static_cast<size_t>(got)));
+  const std::vector<std::string> got = listener->Receive();
+  ASSERT_FALSE(got.empty()) << "no announcement on group 2";
+  auto props = udev::DecodeMonitorMessage(got[0]);
   ASSERT_TRUE(props.ok()) << props.status();
   EXPECT_THAT(*props, ::testing::Contains(std::make_pair(std::string("DEVLINKS"), std::string("/dev/gps0"))));
   EXPECT_THAT(*props, ::testing::Contains(std::make_pair(std::string("TAGS"), std::string(":systemd:"))));
@@ -165,7 +159,6 @@ TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
   EXPECT_EQ(status->at("udevrules_reloads"), 1u);
   EXPECT_EQ(status->count("udevcompat_events"), 0u) << "the fallback does not run";
   ASSERT_TRUE(daemon->Stop().ok());
-  ::close(listener);
 }
 
 TEST_F(UdevRulesDaemonTest, ExecDelayIsRefusedAtStart) {
