@@ -9,15 +9,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/log.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 #include "hotplug/devroot/dev_root.h"
 #include "hotplug/udev/block_probe.h"
 #include "hotplug/udev/database.h"
 #include "hotplug/udevcompat/links.h"
 #include "hotplug/udev/monitor.h"
 #include "hotplug/udevcompat/seat.h"
-#include "io/netlink.h"
 
 namespace hotring::hotplug::udevcompat {
 namespace {
@@ -204,13 +203,13 @@ udev::DatabaseEntry NewEntry(const udev::SysfsView& view, const udev::DatabaseDi
   std::sort(entry.current_tags.begin(), entry.current_tags.end());
   if (!probe_error.empty()) {
     ++out.probe_errors;
-    out.errors.push_back(absl::StrCat("probe: ", probe_error));
+    out.report.log.push_back(absl::StrCat("probe: ", probe_error));
   }
   std::vector<std::string> refused;
   entry.links = PersistentLinks(event, entry.properties, ReadLinkFacts(view, event.devpath), &refused);
   for (const std::string& r : refused) {
-    ++out.links_refused;
-    out.errors.push_back(absl::StrCat("link refused: ", r));
+    ++out.report.links_refused;
+    out.report.log.push_back(absl::StrCat("link refused: ", r));
   }
   entry.usec_initialized = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
   return entry;
@@ -219,33 +218,23 @@ udev::DatabaseEntry NewEntry(const udev::SysfsView& view, const udev::DatabaseDi
 // Links: the ones this device no longer has (all of them on remove), then the new ones.
 // `entry.links` ends as the links that exist, which the database lists.
 void UpdateLinks(const devroot::DevRoot& dev_root, const Event& event, bool remove,
-                 const udev::DatabaseEntry& old, udev::DatabaseEntry& entry, Outcome& out) {
+                 const udev::DatabaseEntry& old, udev::DatabaseEntry& entry, udev::EventReport& report) {
   const bool node_ok = devroot::IsSafeRelativePath(event.devname);
   for (const std::string& link : old.links) {
     if (!remove && std::find(entry.links.begin(), entry.links.end(), link) != entry.links.end()) continue;
     if (!node_ok) break;
     absl::StatusOr<bool> removed = devroot::RemoveLinkBeneath(dev_root, link, event.devname);
-    if (!removed.ok()) {
-      ++out.failures;
-      out.errors.push_back(std::string(removed.status().message()));
-    } else if (*removed) {
-      ++out.links_removed;
-    }
+    if (report.Check(removed.status()) && *removed) ++report.links_removed;
   }
   if (!remove && node_ok) {
     std::vector<std::string> made;
     for (const std::string& link : entry.links) {
       absl::StatusOr<bool> ok = devroot::MakeLinkBeneath(dev_root, link, event.devname);
       if (!ok.ok()) {
-        if (absl::IsFailedPrecondition(ok.status())) {
-          ++out.links_refused;
-        } else {
-          ++out.failures;
-        }
-        out.errors.push_back(std::string(ok.status().message()));
+        report.LinkFailed(ok.status());
         continue;
       }
-      if (*ok) ++out.links_made;
+      if (*ok) ++report.links_made;
       made.push_back(link);
     }
     entry.links = std::move(made);  // the database lists the links that exist
@@ -256,31 +245,19 @@ void UpdateLinks(const devroot::DevRoot& dev_root, const Event& event, bool remo
 
 // The database, before the announcement: a monitor client may look the device up at once.
 void StoreEntry(const udev::DatabaseDir& db, const std::string& id, const Event& event, bool remove,
-                bool had_old, const udev::DatabaseEntry& entry, Outcome& out) {
+                bool had_old, const udev::DatabaseEntry& entry, udev::EventReport& report) {
   const bool has_devnum = !event.major.empty() && event.major != "0";
   const bool has_ifindex = event.Get("IFINDEX").has_value();
   // The tag index first (libudev's enumerate-by-tag lists it, then reads the entry): every tag
   // the device has, or, on remove, had.
   for (const std::string& tag : entry.tags) {
-    const absl::Status s = remove ? db.RemoveTag(tag, id) : db.AddTag(tag, id);
-    if (!s.ok()) {
-      ++out.failures;
-      out.errors.push_back(std::string(s.message()));
-    }
+    report.Check(remove ? db.RemoveTag(tag, id) : db.AddTag(tag, id));
   }
   if (remove || (entry.properties.empty() && entry.links.empty() && entry.tags.empty() &&
                  !has_devnum && !has_ifindex)) {
-    if (absl::Status s = db.Remove(id); !s.ok()) {
-      ++out.failures;
-      out.errors.push_back(std::string(s.message()));
-    } else if (had_old) {
-      ++out.db_removed;
-    }
-  } else if (absl::Status s = db.Write(id, udev::FormatDatabaseEntry(entry)); !s.ok()) {
-    ++out.failures;
-    out.errors.push_back(std::string(s.message()));
+    udev::RemoveEntry(db, id, had_old, report);
   } else {
-    ++out.db_written;
+    udev::WriteEntry(db, id, udev::FormatDatabaseEntry(entry), /*persist=*/false, report);
   }
 }
 
@@ -325,9 +302,8 @@ Outcome Process(const UdevCompatHandler::Options& options, const udev::DatabaseD
   Outcome out;
   absl::StatusOr<std::string> id = udev::DeviceId(event);
   if (!id.ok()) {
-    ++out.failures;
-    out.errors.push_back(absl::StrCat("no database entry: ", id.status().message()));
-    out.skipped = "no device id";
+    out.report.Fail(absl::StrCat("no database entry: ", id.status().message()));
+    out.report.not_announced = "no device id";
     return out;
   }
   const udev::DirSysfsView view(options.sysfs_root);
@@ -340,14 +316,14 @@ Outcome Process(const UdevCompatHandler::Options& options, const udev::DatabaseD
   const bool remove = event.action == "remove";
   udev::DatabaseEntry entry =
       remove ? old : NewEntry(view, db, dev_root, nomodeset, event, old, had_old, out);
-  UpdateLinks(dev_root, event, remove, old, entry, out);
-  StoreEntry(db, *id, event, remove, had_old, entry, out);
+  UpdateLinks(dev_root, event, remove, old, entry, out.report);
+  StoreEntry(db, *id, event, remove, had_old, entry, out.report);
   if (!options.monitor) return out;
   absl::StatusOr<std::string> datagram = udev::EncodeMonitorMessage(Announcement(event, entry));
   if (!datagram.ok()) {
-    out.skipped = std::string(datagram.status().message());
+    out.report.not_announced = std::string(datagram.status().message());
   } else {
-    out.datagram = std::move(*datagram);
+    out.report.datagram = std::move(*datagram);
   }
   return out;
 }
@@ -357,10 +333,7 @@ Outcome Process(const UdevCompatHandler::Options& options, const udev::DatabaseD
 absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Options options) {
   HOTRING_ASSIGN_OR_RETURN(udev::DatabaseDir db, udev::DatabaseDir::Open(options.run_dir));
   HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));
-  UniqueFd sender;
-  if (options.monitor) {
-    HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
-  }
+  HOTRING_ASSIGN_OR_RETURN(udev::StageReporter reporter, udev::StageReporter::Open("udevcompat", options.monitor));
   // nomodeset (71-seat.rules' IMPORT{cmdline}) cannot change while the kernel runs.
   std::optional<std::string> nomodeset;
   if (!options.kernel_cmdline.empty()) {
@@ -373,20 +346,21 @@ absl::StatusOr<std::unique_ptr<UdevCompatHandler>> UdevCompatHandler::Create(Opt
   auto shared = std::make_shared<Shared>(
       Shared{options, std::move(db), std::move(dev_root), std::move(nomodeset)});
   return std::unique_ptr<UdevCompatHandler>(
-      new UdevCompatHandler(std::move(options), std::move(shared), std::move(sender)));
+      new UdevCompatHandler(std::move(options), std::move(shared), std::move(reporter)));
 }
 
-UdevCompatHandler::UdevCompatHandler(Options options, std::shared_ptr<Shared> shared, UniqueFd sender)
+UdevCompatHandler::UdevCompatHandler(Options options, std::shared_ptr<Shared> shared,
+                                     udev::StageReporter reporter)
     : options_(std::move(options)),
       shared_(std::move(shared)),
-      sender_(std::move(sender)),
+      reporter_(std::move(reporter)),
       pool_(std::make_unique<io::BlockingPool>(io::BlockingPool::Options{
           .max_threads = std::max<size_t>(options_.threads, 1), .name = "hotring-udev"})) {}
 
 UdevCompatHandler::~UdevCompatHandler() { pool_->Shutdown(); }
 
 Task<HandlerResult> UdevCompatHandler::Handle(io::Reactor& reactor, const Event& event) {
-  ++counters_.events;
+  reporter_.Received();
   // The job owns copies: it may outlive this task when the task is dropped.
   auto job = [shared = shared_, event_copy = event]() -> absl::StatusOr<Outcome> {
     return Process(shared->options, shared->db, shared->dev_root, shared->nomodeset, event_copy);
@@ -394,47 +368,28 @@ Task<HandlerResult> UdevCompatHandler::Handle(io::Reactor& reactor, const Event&
   Task<absl::StatusOr<Outcome>> run = pool_->Run(reactor, std::move(job));
   absl::StatusOr<Outcome> outcome = co_await std::move(run);
   if (!outcome.ok()) {
-    ++counters_.errors;
-    LogWarning("udevcompat: %s: %s", EventLabel(event), outcome.status().ToString());
+    reporter_.JobFailed(event, outcome.status());
     co_return HandlerResult{.outcome = HandlerOutcome::kHandled};
   }
-  counters_.db_written += outcome->db_written;
-  counters_.db_removed += outcome->db_removed;
-  counters_.links_made += outcome->links_made;
-  counters_.links_removed += outcome->links_removed;
-  counters_.links_refused += outcome->links_refused;
-  counters_.probe_errors += outcome->probe_errors;
-  counters_.errors += outcome->failures;
-  for (const std::string& error : outcome->errors) {
-    LogWarning("udevcompat: %s: %s", EventLabel(event), error);
-  }
-  if (!outcome->datagram.empty() && sender_.valid()) {
-    // Multicast never blocks: a listener with a full buffer loses this message (and sees ENOBUFS).
-    if (absl::Status sent = io::SendToGroup(sender_.get(), udev::kUdevMonitorGroup, outcome->datagram);
-        sent.ok()) {
-      ++counters_.monitor_sent;
-    } else {
-      ++counters_.errors;
-      LogWarning("udevcompat: %s: monitor: %s", EventLabel(event), sent.ToString());
-    }
-  } else if (options_.monitor) {
-    ++counters_.monitor_skipped;
-    LogInfo("udevcompat: %s: not announced: %s", EventLabel(event), outcome->skipped);
-  }
+  probe_errors_ += outcome->probe_errors;
+  reporter_.Took(event, outcome->report);
+  reporter_.Announce(event, outcome->report);
   co_return HandlerResult{.outcome = HandlerOutcome::kHandled};
 }
 
 void UdevCompatHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
-  out.emplace_back("udevcompat_events", counters_.events);
-  out.emplace_back("udevcompat_db_written", counters_.db_written);
-  out.emplace_back("udevcompat_db_removed", counters_.db_removed);
-  out.emplace_back("udevcompat_links_made", counters_.links_made);
-  out.emplace_back("udevcompat_links_removed", counters_.links_removed);
-  out.emplace_back("udevcompat_links_refused", counters_.links_refused);
-  out.emplace_back("udevcompat_probe_errors", counters_.probe_errors);
-  out.emplace_back("udevcompat_monitor_sent", counters_.monitor_sent);
-  out.emplace_back("udevcompat_monitor_skipped", counters_.monitor_skipped);
-  out.emplace_back("udevcompat_errors", counters_.errors);
+  const udev::StageCounters& c = reporter_.counters();
+  reporter_.AppendCounters({{"events", c.events},
+                            {"db_written", c.db_written},
+                            {"db_removed", c.db_removed},
+                            {"links_made", c.links_made},
+                            {"links_removed", c.links_removed},
+                            {"links_refused", c.links_refused},
+                            {"probe_errors", probe_errors_},
+                            {"monitor_sent", c.monitor_sent},
+                            {"monitor_skipped", c.monitor_skipped},
+                            {"errors", c.errors}},
+                           out);
 }
 
 }  // namespace hotring::hotplug::udevcompat

@@ -3,8 +3,9 @@
 // usb_id, blkid) and the seat rules' tags (seat.h), makes or removes the by-* links beneath the
 // dev root, writes or removes the device's /run/udev/data entry and its /run/udev/tags files,
 // and then announces the event on netlink group 2 in libudev's format. Sysfs reads, device probes
-// and file writes run on a small blocking pool; the reactor only sends the datagram. Owns the
-// database directory, the dev root, the sender socket, the pool.
+// and file writes run on a small blocking pool; the reactor only sends the datagram (counted and
+// logged as the udev rules stage does: udev/stage_report.h). Owns the database directory, the
+// dev root, the reporter (with the sender socket), the pool.
 #ifndef HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
 #define HOTRING_HOTPLUG_UDEVCOMPAT_UDEVCOMPAT_HANDLER_H_
 
@@ -16,10 +17,10 @@
 
 #include "absl/status/statusor.h"
 #include "core/task.h"
-#include "core/unique_fd.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
 #include "hotplug/udev/builtins.h"
+#include "hotplug/udev/stage_report.h"
 #include "hotplug/udev/sysfs_view.h"
 #include "io/blocking_pool.h"
 #include "io/reactor.h"
@@ -53,37 +54,19 @@ class UdevCompatHandler final : public Handler {
 
   // What the handler did with one event (a pool job's result).
   struct Outcome {
-    std::string datagram;  // the libudev message; empty: nothing to announce
-    std::string skipped;   // why no message ("no SEQNUM", ...)
-    uint64_t db_written = 0, db_removed = 0;
-    uint64_t links_made = 0, links_removed = 0, links_refused = 0;
-    uint64_t probe_errors = 0;
-    uint64_t failures = 0;            // errors that are neither probe errors nor refusals
-    std::vector<std::string> errors;  // one line each, for the log
+    udev::EventReport report;   // database, links, failures (not probe errors), announcement
+    uint64_t probe_errors = 0;  // each with its line in report.log
   };
 
  private:
   struct Shared;
-  UdevCompatHandler(Options options, std::shared_ptr<Shared> shared, UniqueFd sender);
-
-  struct Counters {
-    uint64_t events = 0;
-    uint64_t db_written = 0;
-    uint64_t db_removed = 0;
-    uint64_t links_made = 0;
-    uint64_t links_removed = 0;
-    uint64_t links_refused = 0;
-    uint64_t probe_errors = 0;
-    uint64_t monitor_sent = 0;
-    uint64_t monitor_skipped = 0;
-    uint64_t errors = 0;
-  };
+  UdevCompatHandler(Options options, std::shared_ptr<Shared> shared, udev::StageReporter reporter);
 
   Options options_;
   std::shared_ptr<Shared> shared_;  // shared with pool jobs, which may outlive a dropped task
-  UniqueFd sender_;
+  udev::StageReporter reporter_;
   std::unique_ptr<io::BlockingPool> pool_;
-  Counters counters_;
+  uint64_t probe_errors_ = 0;
 };
 
 }  // namespace hotring::hotplug::udevcompat

@@ -68,20 +68,18 @@ bool RenameInterface(const UdevWorld& world, const Event& event, Outcome& outcom
   const std::string& name = *outcome.name;
   if (name == sysname) return true;
   if (!io::ValidInterfaceName(name)) {
-    work.log.push_back(absl::StrCat("NAME '", name, "' is not an interface name, not renaming"));
-    ++work.failures;
+    work.report.Fail(absl::StrCat("NAME '", name, "' is not an interface name, not renaming"));
     return true;
   }
   if (world.rename_interfaces) {
     const absl::Status renamed = io::RenameInterface(ifindex, name);
     if (StatusErrno(renamed) == EBUSY) {
       // udevd: the interface is up, someone else took it over; not an error.
-      work.log.push_back(absl::StrCat("interface ", sysname, " is up, not renamed to ", name));
+      work.report.log.push_back(absl::StrCat("interface ", sysname, " is up, not renamed to ", name));
       return true;
     }
     if (!renamed.ok()) {
-      work.log.push_back(absl::StrCat("rename of ", sysname, " to ", name, ": ", renamed.message()));
-      ++work.failures;
+      work.report.Fail(absl::StrCat("rename of ", sysname, " to ", name, ": ", renamed.message()));
       return false;
     }
   }
@@ -101,11 +99,11 @@ void ApplyPermissions(const UdevWorld& world, const Event& event, const Outcome&
   const bool block = event.subsystem == "block";
   if (exists && (((st.st_mode & S_IFMT) != (block ? S_IFBLK : S_IFCHR)) ||
                  st.st_rdev != makedev(number.major, number.minor))) {
-    work.log.push_back(absl::StrCat("node ", event.devname, " is not this device's, skipping it"));
+    work.report.log.push_back(absl::StrCat("node ", event.devname, " is not this device's, skipping it"));
     return;
   }
   if (!exists && world.dev_root.devtmpfs()) {
-    work.log.push_back(absl::StrCat("node ", event.devname, " is missing, skipping it"));
+    work.report.log.push_back(absl::StrCat("node ", event.devname, " is missing, skipping it"));
     return;
   }
   devroot::NodeStep step;
@@ -119,8 +117,7 @@ void ApplyPermissions(const UdevWorld& world, const Event& event, const Outcome&
   step.origin = "udev rules";
   const devroot::NodeReport report = devroot::ApplyNodes(world.dev_root, absl::MakeConstSpan(&step, 1));
   work.nodes_set += report.chowned;
-  work.failures += report.errors.size();
-  for (const std::string& e : report.errors) work.log.push_back(e);
+  for (const std::string& e : report.errors) work.report.Fail(e);
 }
 
 void UpdateClaim(const UdevWorld& world, const std::string& id, const Event& event, absl::string_view link,
@@ -128,16 +125,11 @@ void UpdateClaim(const UdevWorld& world, const std::string& id, const Event& eve
   const LinkClaim claim{.link = std::string(link), .device_id = id, .node = event.devname, .priority = priority};
   absl::StatusOr<LinkUpdate> update = UpdateLinkClaim(world.database.fd(), world.dev_root, claim, add);
   if (!update.ok()) {
-    if (absl::IsFailedPrecondition(update.status())) {
-      ++work.links_refused;
-    } else {
-      ++work.failures;
-    }
-    work.log.push_back(std::string(update.status().message()));
+    work.report.LinkFailed(update.status());
     return;
   }
-  if (update->change == LinkChange::kMade) ++work.links_made;
-  if (update->change == LinkChange::kRemoved) ++work.links_removed;
+  if (update->change == LinkChange::kMade) ++work.report.links_made;
+  if (update->change == LinkChange::kRemoved) ++work.report.links_removed;
 }
 
 // Links: the old entry's that are no longer wanted go first, then permissions, then the new
@@ -152,9 +144,9 @@ void UpdateNode(const UdevWorld& world, const std::string& id, const Event& even
     UpdateClaim(world, id, event, link, outcome.link_priority, /*add=*/true, work);
   }
   // The executor said so in its log already.
-  work.links_refused += outcome.refused_links.size();
+  work.report.links_refused += outcome.refused_links.size();
   absl::StatusOr<bool> made = devroot::MakeLinkBeneath(world.dev_root, DevnumLink(event), event.devname);
-  if (!made.ok()) work.log.push_back(std::string(made.status().message()));
+  if (!made.ok()) work.report.log.push_back(std::string(made.status().message()));
 }
 
 void Announce(const Event& event, const Outcome& outcome, uint64_t usec, EventWork& work) {
@@ -167,9 +159,9 @@ void Announce(const Event& event, const Outcome& outcome, uint64_t usec, EventWo
   for (const auto& [k, v] : message.properties) work.env.push_back(absl::StrCat(k, "=", v));
   absl::StatusOr<std::string> datagram = udev::EncodeMonitorMessage(message);
   if (datagram.ok()) {
-    work.datagram = *std::move(datagram);
+    work.report.datagram = *std::move(datagram);
   } else {
-    work.not_announced = std::string(datagram.status().message());
+    work.report.not_announced = std::string(datagram.status().message());
   }
 }
 
@@ -178,14 +170,11 @@ void StoreEntry(const UdevWorld& world, const std::string& id, const Event& even
   // The tag index: the tags the device no longer has go, then every tag it has.
   for (const std::string& tag : old.tags) {
     if (Contains(outcome.tags, tag)) continue;
-    if (absl::Status s = world.database.RemoveTag(tag, id); !s.ok()) work.log.push_back(std::string(s.message()));
-  }
-  for (const std::string& tag : outcome.tags) {
-    if (absl::Status s = world.database.AddTag(tag, id); !s.ok()) {
-      ++work.failures;
-      work.log.push_back(std::string(s.message()));
+    if (absl::Status s = world.database.RemoveTag(tag, id); !s.ok()) {
+      work.report.log.push_back(std::string(s.message()));
     }
   }
+  for (const std::string& tag : outcome.tags) work.report.Check(world.database.AddTag(tag, id));
   udev::DatabaseEntry entry;
   const bool devnum = HasDevnum(event);
   if (devnum) {
@@ -199,31 +188,23 @@ void StoreEntry(const UdevWorld& world, const std::string& id, const Event& even
   entry.persist = outcome.db_persist;
   const bool has_info = !entry.links.empty() || entry.link_priority != 0 || !entry.properties.empty() ||
                         !entry.tags.empty() || !entry.current_tags.empty();
-  absl::Status s;
   if (!has_info && !devnum && !event.Get("IFINDEX").has_value()) {
-    s = world.database.Remove(id);
+    work.report.Check(world.database.Remove(id));
   } else {
     // udevd writes no line at all (not even I:) for a device the rules said nothing about.
-    s = world.database.Write(id, has_info ? udev::FormatDatabaseEntry(entry) : "", entry.persist);
-    if (s.ok()) ++work.db_written;
-  }
-  if (!s.ok()) {
-    ++work.failures;
-    work.log.push_back(std::string(s.message()));
+    udev::WriteEntry(world.database, id, has_info ? udev::FormatDatabaseEntry(entry) : "", entry.persist,
+                     work.report);
   }
 }
 
 void RemoveDevice(const UdevWorld& world, const std::string& id, const Event& event,
                   const udev::DatabaseEntry& old, bool had_old, EventWork& work) {
   for (const std::string& tag : old.tags) {
-    if (absl::Status s = world.database.RemoveTag(tag, id); !s.ok()) work.log.push_back(std::string(s.message()));
+    if (absl::Status s = world.database.RemoveTag(tag, id); !s.ok()) {
+      work.report.log.push_back(std::string(s.message()));
+    }
   }
-  if (absl::Status s = world.database.Remove(id); !s.ok()) {
-    ++work.failures;
-    work.log.push_back(std::string(s.message()));
-  } else if (had_old) {
-    ++work.db_removed;
-  }
+  udev::RemoveEntry(world.database, id, had_old, work.report);
   if (!HasDevnum(event) || !devroot::IsSafeRelativePath(event.devname)) return;
   for (const std::string& link : old.links) UpdateClaim(world, id, event, link, 0, /*add=*/false, work);
   (void)devroot::RemoveLinkBeneath(world.dev_root, DevnumLink(event), event.devname);
@@ -235,7 +216,7 @@ void RemoveDevice(const UdevWorld& world, const std::string& id, const Event& ev
     step.number = Number(event);
     step.block = event.subsystem == "block";
     const devroot::NodeReport report = devroot::ApplyNodes(world.dev_root, absl::MakeConstSpan(&step, 1));
-    for (const std::string& e : report.errors) work.log.push_back(e);
+    for (const std::string& e : report.errors) work.report.log.push_back(e);
   }
 }
 
@@ -282,8 +263,7 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, c
       had_old = true;
     }
   } else {
-    work.log.push_back(absl::StrCat("no database entry: ", id.status().message()));
-    ++work.failures;
+    work.report.Fail(absl::StrCat("no database entry: ", id.status().message()));
   }
   std::vector<PropertyView> props = EventProperties(event);
   if (event.action == "move" && had_old) {
@@ -298,13 +278,12 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, c
   executor.Run(rules, EventInput{.action = event.action, .devpath = event.devpath, .properties = props}, host,
                options, &outcome);
   work.lines_matched = outcome.lines_matched;
-  for (std::string& line : outcome.log) (options.debug ? work.debug : work.log).push_back(std::move(line));
-  for (std::string& line : host.log()) work.log.push_back(std::move(line));
+  for (std::string& line : outcome.log) (options.debug ? work.debug : work.report.log).push_back(std::move(line));
+  for (std::string& line : host.log()) work.report.log.push_back(std::move(line));
   const uint64_t usec = had_old && old.usec_initialized > 0 ? old.usec_initialized : MonotonicUsec();
   work.rules_ok = outcome.status.ok();
   if (!work.rules_ok) {
-    ++work.failures;
-    work.log.push_back(absl::StrCat("rules: ", outcome.status.message()));
+    work.report.Fail(absl::StrCat("rules: ", outcome.status.message()));
   } else if (id.ok() && remove) {
     RemoveDevice(world, *id, event, old, had_old, work);
   } else if (id.ok()) {

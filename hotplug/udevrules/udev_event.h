@@ -20,6 +20,7 @@
 #include "hotplug/devroot/dev_root.h"
 #include "hotplug/event.h"
 #include "hotplug/udev/database.h"
+#include "hotplug/udev/stage_report.h"
 #include "hotplug/udevrules/builtin_calls.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/daemon_host.h"
@@ -40,23 +41,16 @@ struct UdevWorld {
 
 // What the reactor does after a worker's part. Owns everything.
 struct EventWork {
+  // Database, links, failures and warnings, the libudev announcement (as udevcompat's).
+  udev::EventReport report;
   bool rules_ok = false;          // the rules ran to the end (RUN only then, as in udevd)
   std::vector<RunEntry> run;      // RUN, in order
   std::vector<std::string> env;   // RUN's environment: the device's properties, "KEY=VALUE"
-  std::string datagram;           // the libudev announcement; empty: nothing to send
-  std::string not_announced;      // why not
-  std::vector<std::string> log;   // warnings for the log, one line each
   std::vector<std::string> debug; // the rules' own debug lines (udev_log=debug)
-  // Counters.
+  // Counters of this stage's own.
   uint64_t lines_matched = 0;
   uint64_t nodes_set = 0;        // node owner/mode applied (or made)
-  uint64_t links_made = 0;
-  uint64_t links_removed = 0;
-  uint64_t links_refused = 0;    // a link that would leave /dev, or a conflicting inode
-  uint64_t db_written = 0;
-  uint64_t db_removed = 0;
   uint64_t renamed = 0;
-  uint64_t failures = 0;
 };
 
 // The properties the database keeps (E: lines): those the rules set or changed, not the

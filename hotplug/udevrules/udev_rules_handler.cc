@@ -5,16 +5,14 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/log.h"
 #include "core/status.h"
-#include "hotplug/udev/monitor.h"
+#include "core/unique_fd.h"
 #include "hotplug/udev/builtin_registry.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/udev_event.h"
-#include "io/netlink.h"
 
 namespace hotring::hotplug::udevrules {
 namespace {
@@ -81,10 +79,7 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::BlockingSpawner> blocking,
                            io::process::BlockingSpawner::Create());
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner, io::process::Spawner::Create());
-  UniqueFd sender;
-  if (options.monitor) {
-    HOTRING_ASSIGN_OR_RETURN(sender, io::OpenUeventSender());
-  }
+  HOTRING_ASSIGN_OR_RETURN(udev::StageReporter reporter, udev::StageReporter::Open("udevrules", options.monitor));
   const std::string kernel_cmdline = ReadSmallFile(options.kernel_cmdline);
   std::vector<std::string> builtin_warnings;
   std::unique_ptr<BuiltinWorld> builtins = LoadBuiltinWorld(
@@ -115,7 +110,7 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   host.arch = BuildArchitecture();
   host.kill_grace = options.kill_grace;
   std::unique_ptr<UdevRulesHandler> handler(new UdevRulesHandler(
-      std::move(options), std::move(conf), std::move(world), std::move(sender), std::move(spawner)));
+      std::move(options), std::move(conf), std::move(world), std::move(reporter), std::move(spawner)));
   HOTRING_ASSIGN_OR_RETURN(handler->rules_, handler->LoadAndReport());
   for (const std::string& line : ApplyStaticNodes(*handler->world_, *handler->rules_)) {
     LogWarning("udevrules: static_node: %s", line);
@@ -124,12 +119,12 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
 }
 
 UdevRulesHandler::UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world,
-                                   UniqueFd sender, std::unique_ptr<io::process::Spawner> spawner)
+                                   udev::StageReporter reporter, std::unique_ptr<io::process::Spawner> spawner)
     : options_(std::move(options)),
       conf_(std::move(conf)),
       world_(std::move(world)),
       executors_(std::make_shared<ExecutorPool>()),
-      sender_(std::move(sender)),
+      reporter_(std::move(reporter)),
       spawner_(std::move(spawner)) {
   size_t threads = options_.threads;
   if (threads == 0) threads = conf_.children_max.has_value() ? std::clamp<size_t>(*conf_.children_max, 1, 16) : 4;
@@ -164,7 +159,7 @@ absl::Status UdevRulesHandler::Reload() {
   ++counters_.reloads;
   absl::StatusOr<std::shared_ptr<const CompiledRules>> rules = LoadAndReport();
   if (!rules.ok()) {
-    ++counters_.errors;
+    ++reporter_.counters().errors;
     LogError("udevrules: reload failed, keeping the rules in use: %s", rules.status().ToString());
     return rules.status();
   }
@@ -174,7 +169,7 @@ absl::Status UdevRulesHandler::Reload() {
 }
 
 Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& event) {
-  ++counters_.events;
+  reporter_.Received();
   const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
   // The job owns what it uses: it may outlive this task when the task is dropped.
@@ -187,37 +182,19 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
   };
   absl::StatusOr<EventWork> work = co_await pool_->Run(reactor, std::move(job));
   if (!work.ok()) {
-    ++counters_.errors;
-    LogWarning("udevrules: %s: %s", EventLabel(event), work.status().ToString());
+    reporter_.JobFailed(event, work.status());
     co_return HandlerResult{};
   }
   counters_.lines_matched += work->lines_matched;
   counters_.nodes_set += work->nodes_set;
-  counters_.links_made += work->links_made;
-  counters_.links_removed += work->links_removed;
-  counters_.links_refused += work->links_refused;
-  counters_.db_written += work->db_written;
-  counters_.db_removed += work->db_removed;
   counters_.renamed += work->renamed;
-  counters_.errors += work->failures;
-  for (const std::string& line : work->log) LogWarning("udevrules: %s: %s", EventLabel(event), line);
+  reporter_.Took(event, work->report);
   for (const std::string& line : work->debug) LogDebug("udevrules: %s: %s", EventLabel(event), line);
   if (work->rules_ok && !work->run.empty()) {
     waiting.Set("udev rules: RUN");
     co_await RunList(reactor, event, work->run, work->env, deadline);
   }
-  if (!work->datagram.empty() && sender_.valid()) {
-    // Multicast never blocks: a listener with a full buffer loses this message (and sees ENOBUFS).
-    if (absl::Status sent = io::SendToGroup(sender_.get(), udev::kUdevMonitorGroup, work->datagram); sent.ok()) {
-      ++counters_.monitor_sent;
-    } else {
-      ++counters_.errors;
-      LogWarning("udevrules: %s: monitor: %s", EventLabel(event), sent.ToString());
-    }
-  } else if (options_.monitor) {
-    ++counters_.monitor_skipped;
-    LogInfo("udevrules: %s: not announced: %s", EventLabel(event), work->not_announced);
-  }
+  reporter_.Announce(event, work->report);
   co_return HandlerResult{};
 }
 
@@ -307,29 +284,28 @@ std::string UdevRulesHandler::Describe(const Event& event) const {
 
 void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
   const Counters& c = counters_;
-  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, uint64_t>>{
-           {"events", c.events},
-           {"lines_matched", c.lines_matched},
-           {"nodes_set", c.nodes_set},
-           {"links_made", c.links_made},
-           {"links_removed", c.links_removed},
-           {"links_refused", c.links_refused},
-           {"db_written", c.db_written},
-           {"db_removed", c.db_removed},
-           {"renamed", c.renamed},
-           {"run_programs", c.run_programs},
-           {"run_failed", c.run_failed},
-           {"run_timed_out", c.run_timed_out},
-           {"run_builtins", c.run_builtins},
-           {"builtins_missing", c.builtins_missing},
-           {"kmod_loads", c.kmod_loads},
-           {"monitor_sent", c.monitor_sent},
-           {"monitor_skipped", c.monitor_skipped},
-           {"errors", c.errors},
-           {"reloads", c.reloads},
-           {"rule_problems", c.rule_problems}}) {
-    out.emplace_back(absl::StrCat("udevrules_", name), value);
-  }
+  const udev::StageCounters& s = reporter_.counters();
+  reporter_.AppendCounters({{"events", s.events},
+                            {"lines_matched", c.lines_matched},
+                            {"nodes_set", c.nodes_set},
+                            {"links_made", s.links_made},
+                            {"links_removed", s.links_removed},
+                            {"links_refused", s.links_refused},
+                            {"db_written", s.db_written},
+                            {"db_removed", s.db_removed},
+                            {"renamed", c.renamed},
+                            {"run_programs", c.run_programs},
+                            {"run_failed", c.run_failed},
+                            {"run_timed_out", c.run_timed_out},
+                            {"run_builtins", c.run_builtins},
+                            {"builtins_missing", c.builtins_missing},
+                            {"kmod_loads", c.kmod_loads},
+                            {"monitor_sent", s.monitor_sent},
+                            {"monitor_skipped", s.monitor_skipped},
+                            {"errors", s.errors},
+                            {"reloads", c.reloads},
+                            {"rule_problems", c.rule_problems}},
+                           out);
 }
 
 }  // namespace hotring::hotplug::udevrules

@@ -6,8 +6,9 @@
 // waits for sysfs, programs or probes), then RUN (programs through the Spawner, without a shell,
 // with the device's properties as their environment and event_timeout; `kmod load` through
 // the modules stage; other builtins on the pool), then the libudev announcement on netlink
-// group 2. Owns the rules, the pool, the Spawner, the sender socket, and the world its jobs
-// share (database, dev root, builtins, blocking spawner).
+// group 2 (counted and logged as udevcompat does: udev/stage_report.h). Owns the rules, the
+// pool, the Spawner, the reporter (with the sender socket), and the world its jobs share
+// (database, dev root, builtins, blocking spawner).
 #ifndef HOTRING_HOTPLUG_UDEVRULES_UDEV_RULES_HANDLER_H_
 #define HOTRING_HOTPLUG_UDEVRULES_UDEV_RULES_HANDLER_H_
 
@@ -24,10 +25,10 @@
 #include "absl/time/time.h"
 #include "core/clock.h"
 #include "core/task.h"
-#include "core/unique_fd.h"
 #include "hotplug/event.h"
 #include "hotplug/handler.h"
 #include "hotplug/module_loading.h"
+#include "hotplug/udev/stage_report.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/rule_files.h"
@@ -85,15 +86,12 @@ class UdevRulesHandler final : public Handler {
   // The rules in use (tests, benchmarks).
   [[nodiscard]] std::shared_ptr<const CompiledRules> rules() const { return rules_; }
 
+ private:
+  class ExecutorPool;
+  // What this stage counts beyond udev::StageCounters.
   struct Counters {
-    uint64_t events = 0;
     uint64_t lines_matched = 0;
     uint64_t nodes_set = 0;
-    uint64_t links_made = 0;
-    uint64_t links_removed = 0;
-    uint64_t links_refused = 0;
-    uint64_t db_written = 0;
-    uint64_t db_removed = 0;
     uint64_t renamed = 0;
     uint64_t run_programs = 0;
     uint64_t run_failed = 0;
@@ -101,18 +99,12 @@ class UdevRulesHandler final : public Handler {
     uint64_t run_builtins = 0;
     uint64_t builtins_missing = 0;
     uint64_t kmod_loads = 0;
-    uint64_t monitor_sent = 0;
-    uint64_t monitor_skipped = 0;
-    uint64_t errors = 0;
     uint64_t reloads = 0;
     uint64_t rule_problems = 0;  // diagnostics of the last load
   };
-  [[nodiscard]] const Counters& counters() const { return counters_; }
 
- private:
-  class ExecutorPool;
-  UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world, UniqueFd sender,
-                   std::unique_ptr<io::process::Spawner> spawner);
+  UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world,
+                   udev::StageReporter reporter, std::unique_ptr<io::process::Spawner> spawner);
   absl::StatusOr<std::shared_ptr<const CompiledRules>> LoadAndReport();
   Task<void> RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,
                      const std::vector<std::string>& env, MonoTime deadline);
@@ -125,7 +117,7 @@ class UdevRulesHandler final : public Handler {
   std::shared_ptr<UdevWorld> world_;  // shared with pool jobs, which may outlive a dropped task
   std::shared_ptr<const CompiledRules> rules_;  // replaced whole on reload
   std::shared_ptr<ExecutorPool> executors_;
-  UniqueFd sender_;
+  udev::StageReporter reporter_;
   std::unique_ptr<io::process::Spawner> spawner_;
   std::unique_ptr<io::BlockingPool> pool_;
   Counters counters_;
