@@ -39,14 +39,8 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/mkimage-debian.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 if [ -z "$base" ]; then
-  for p in initramfs-tools udev; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
-      echo "mkimage_debian.sh: installing $p" >&2
-      # udev's maintainer scripts would start the daemon on this machine: policy-rc.d says no.
-      [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; }
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
-    }
-  done
+  . "$(dirname "$0")/../debian_packages.sh"
+  install_missing initramfs-tools udev  # udev without starting its daemon on this machine
   base="$work/base.img"
   mkinitramfs -o "$base" "$version" >/dev/null
 fi
