@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/status.h"
+#include "hotplug/udev/builtins.h"
 #include "hotplug/udev/monitor.h"
 #include "hotplug/udevrules/link_claims.h"
 #include "io/rtnetlink.h"
@@ -46,17 +47,6 @@ std::string DevnumLink(const Event& event) {
   return absl::StrCat(event.subsystem == "block" ? "block/" : "char/", event.major, ":", event.minor);
 }
 
-void Replace(std::vector<std::pair<std::string, std::string>>& props, absl::string_view key,
-             absl::string_view value) {
-  for (auto& [k, v] : props) {
-    if (k == key) {
-      v = std::string(value);
-      return;
-    }
-  }
-  props.emplace_back(std::string(key), std::string(value));
-}
-
 // NAME= on an added interface: the rename udevd does before anything else of the device.
 // Returns false when the event must stop here (udevd fails it).
 bool RenameInterface(const UdevWorld& world, const Event& event, Outcome& outcome, EventWork& work) {
@@ -84,8 +74,8 @@ bool RenameInterface(const UdevWorld& world, const Event& event, Outcome& outcom
     }
   }
   ++work.renamed;
-  Replace(outcome.properties, "DEVPATH", absl::StrCat(event.devpath.substr(0, slash + 1), name));
-  Replace(outcome.properties, "INTERFACE", name);
+  udev::SetProperty(outcome.properties, "DEVPATH", absl::StrCat(event.devpath.substr(0, slash + 1), name));
+  udev::SetProperty(outcome.properties, "INTERFACE", name);
   return true;
 }
 

@@ -8,20 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "hotplug/udev/builtins.h"
 
 namespace hotring::hotplug::udevadm {
 namespace {
-
-void Set(std::vector<std::pair<std::string, std::string>>& props, absl::string_view key,
-         absl::string_view value) {
-  for (auto& [k, v] : props) {
-    if (k == key) {
-      v = std::string(value);
-      return;
-    }
-  }
-  props.emplace_back(std::string(key), std::string(value));
-}
 
 void AddUnique(std::vector<std::string>& set, absl::string_view value) {
   if (std::find(set.begin(), set.end(), value) == set.end()) set.emplace_back(value);
@@ -56,7 +46,7 @@ absl::StatusOr<MonitorDevice> MonitorDeviceFromProperties(
       continue;
     }
     if (key == "DEVNAME") {
-      Set(d.properties, key, absl::StartsWith(value, "/") ? value : absl::StrCat("/dev/", value));
+      udev::SetProperty(d.properties, key, absl::StartsWith(value, "/") ? value : absl::StrCat("/dev/", value));
       continue;
     }
     if (key == "ACTION") d.action = value;
@@ -64,21 +54,21 @@ absl::StatusOr<MonitorDevice> MonitorDeviceFromProperties(
     if (key == "SUBSYSTEM") d.subsystem = value;
     if (key == "DEVTYPE") d.devtype = value;
     if (key == "SEQNUM") seqnum = true;
-    Set(d.properties, key, value);
+    udev::SetProperty(d.properties, key, value);
   }
   if (d.action.empty() || d.devpath.empty() || d.subsystem.empty() || !seqnum) {
     return absl::InvalidArgumentError("message lacks ACTION, DEVPATH, SUBSYSTEM or SEQNUM");
   }
   unsigned maj = 0;
   if (major && absl::SimpleAtoi(*major, &maj) && maj > 0) {
-    Set(d.properties, "MAJOR", *major);
-    if (minor) Set(d.properties, "MINOR", *minor);
+    udev::SetProperty(d.properties, "MAJOR", *major);
+    if (minor) udev::SetProperty(d.properties, "MINOR", *minor);
   }
-  if (!devlinks.empty()) Set(d.properties, "DEVLINKS", absl::StrJoin(devlinks, " "));
+  if (!devlinks.empty()) udev::SetProperty(d.properties, "DEVLINKS", absl::StrJoin(devlinks, " "));
   if (!d.tags.empty()) {
-    Set(d.properties, "TAGS", absl::StrCat(":", absl::StrJoin(d.tags, ":"), ":"));
+    udev::SetProperty(d.properties, "TAGS", absl::StrCat(":", absl::StrJoin(d.tags, ":"), ":"));
     if (!current_tags.empty()) {
-      Set(d.properties, "CURRENT_TAGS", absl::StrCat(":", absl::StrJoin(current_tags, ":"), ":"));
+      udev::SetProperty(d.properties, "CURRENT_TAGS", absl::StrCat(":", absl::StrJoin(current_tags, ":"), ":"));
     }
   }
   return d;
