@@ -1,7 +1,7 @@
 # Sourced (not run) by the scripts that install Debian packages or run Debian's own udev as the
 # reference: install_deps.sh, the goldens' scripts of udevadm, udevrules and udevbuiltins,
-# udevbuiltins/make_images.sh, udevcompat/guest_compare.sh, initramfs/mkimage_udev.sh and
-# initramfs/mkimage_debian.sh.
+# udevbuiltins/make_images.sh, udevcompat/guest_compare.sh, and initramfs/mkimage_udev.sh,
+# mkimage_debian.sh and mkdisk.sh.
 # Nothing they install may start a service (udev's postinst would start systemd-udevd, which
 # would then handle this machine's devices), and no reference run may share the machine with a
 # running udevd. Messages name the calling script ($0). Variables are prefixed with _dp_: a

@@ -38,10 +38,8 @@ INIT
 [ "$report" = 0 ] || cp "$here/root_report.sh" "$work/sbin/init"
 chmod 755 "$work/sbin/init"
 if [ "$input" = 1 ]; then
-  dpkg-query -W -f='${Status}' libinput-tools 2>/dev/null | grep -q "install ok installed" || {
-    echo "mkdisk.sh: installing libinput-tools" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libinput-tools >/dev/null
-  }
+  . "$here/../debian_packages.sh"
+  install_missing libinput-tools
   . "$here/copy_program.sh"
   copy_program "$work" as-is /bin/udevadm /usr/libexec/libinput/libinput-list-devices
   mkdir -p "$work/usr/share"
