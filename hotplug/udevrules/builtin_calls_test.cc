@@ -11,9 +11,23 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hotplug/udev/builtin_registry.h"
+#include "hotplug/udevrules/compiled_rules.h"
 
 namespace hotring::hotplug::udevrules {
 namespace {
+
+// The compiler checks IMPORT{builtin}/RUN{builtin} names against its own list (it does not link
+// the builtins); that list must be the registry's, name for name, in udevd's order.
+TEST(BuiltinNamesTest, CompilerKnowsExactlyTheRegistrysBuiltins) {
+  std::vector<std::string> registry;
+  for (const udev::BuiltinInfo& b : udev::Builtins()) {
+    registry.push_back(absl::StrCat(b.name, b.run_once ? " once" : ""));
+  }
+  std::vector<std::string> compiler;
+  for (const BuiltinInfo& b : DefaultBuiltins()) compiler.push_back(absl::StrCat(b.name, b.run_once ? " once" : ""));
+  EXPECT_EQ(compiler, registry);
+}
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
