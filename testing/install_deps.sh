@@ -29,12 +29,13 @@ if [ "$all" = 1 ]; then
   pkgs="$pkgs libgtest-dev libgmock-dev"
   # clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
   pkgs="$pkgs clang-16 libclang-rt-16-dev libtsan2"
-  # Debian's own udev image (bench_boot.sh, regen_expected_modules.sh) also needs
-  # initramfs-tools and udev: those scripts install them, since the tests do not need them.
+  # Debian's own initramfs booted on hotring (testing/initramfs/debian_boot_test.sh) needs
+  # initramfs-tools (mkinitramfs), udev (its udevd and rules in the image, installed without
+  # starting it, see below) and libinput-tools (its root runs `libinput list-devices`); so do
+  # bench_boot.sh's udev images and the manual guest comparison (guest_compare.sh).
+  pkgs="$pkgs initramfs-tools libinput-tools"
   # The udev compatibility stage's prober tests make images with the real tools and compare with
   # libblkid (util-linux's blkid and partx); its monitor test builds against Debian's libudev.
-  # Its guest comparison with systemd-udevd (testing/udevcompat/guest_compare.sh, manual) also
-  # needs initramfs-tools, udev and libinput-tools: the script installs them, as bench_boot.sh does.
   pkgs="$pkgs dosfstools gdisk fdisk squashfs-tools libudev-dev"
   # The fault tests (hotplug/daemon_faults_test): setpriv and prlimit start the daemon as another
   # user under RLIMIT_NPROC; hotplug/replay:replay_test replays as nobody with setpriv
