@@ -26,7 +26,10 @@ std::string BuildArchitecture() {
 #endif
 }
 
-DaemonHost::DaemonHost(const HostContext& context) : SysfsHost(context.roots), context_(context) {}
+DaemonHost::DaemonHost(const HostContext& context) : DaemonHost(context, nullptr) {}
+
+DaemonHost::DaemonHost(const HostContext& context, const udev::BuiltinResources* builtins)
+    : SysfsHost(context.roots), context_(context), builtins_(builtins != nullptr ? builtins : context.builtins) {}
 
 template <typename Read>
 bool DaemonHost::Cached(char kind, absl::string_view devpath, absl::string_view name, std::string* out, Read read) {
@@ -116,11 +119,11 @@ absl::Status DaemonHost::RunProgram(absl::Span<const std::string> argv, absl::Sp
 absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view command,
                                     absl::Span<const std::string> argv, absl::string_view devpath,
                                     absl::Span<const PropertyView> properties, OwnedProperties* out) {
-  if (context_.builtins == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
+  if (builtins_ == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
   std::string devname;
   const std::vector<PropertyView> props = PropertiesBeneath(properties, context_.dev_root, &devname);
   const udev::BuiltinDevice device{.sysfs = view(), .devpath = devpath, .properties = props};
-  absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *context_.builtins);
+  absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *builtins_);
   if (!result.ok()) return result.status();
   for (auto& kv : result->properties) out->push_back(std::move(kv));
   if (result->keyboard.has_value()) {

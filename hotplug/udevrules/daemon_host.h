@@ -39,6 +39,9 @@ struct HostContext {
 class DaemonHost final : public SysfsHost {
  public:
   explicit DaemonHost(const HostContext& context);
+  // With the builtins of one event (the stage replaces them on reload; an event keeps the
+  // ones it started with). Null: context.builtins.
+  DaemonHost(const HostContext& context, const udev::BuiltinResources* builtins);
 
   absl::Status RunProgram(absl::Span<const std::string> argv, absl::Span<const PropertyView> env,
                           absl::Duration timeout, size_t max_output, std::string* out) override;
@@ -80,6 +83,7 @@ class DaemonHost final : public SysfsHost {
   bool Cached(char kind, absl::string_view devpath, absl::string_view name, std::string* out, Read read);
 
   const HostContext& context_;
+  const udev::BuiltinResources* builtins_;
   std::vector<std::string> log_;
   absl::flat_hash_map<std::string, std::optional<std::string>> cache_;
   absl::flat_hash_map<std::string, std::optional<udev::DatabaseEntry>> entries_;  // by devpath

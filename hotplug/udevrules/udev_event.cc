@@ -240,7 +240,8 @@ std::vector<PropertyView> EventProperties(const Event& event) {
   return out;
 }
 
-EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, const ExecuteOptions& options,
+EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
+                           const udev::BuiltinResources* builtins, const ExecuteOptions& options,
                            Executor& executor, const Event& event) {
   EventWork work;
   const bool remove = event.action == "remove";
@@ -262,7 +263,7 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, c
       if (!event.Get(k).has_value()) props.emplace_back(k, v);
     }
   }
-  DaemonHost host(world.host);
+  DaemonHost host(world.host, builtins);
   host.SetEventDevice(event.devpath, had_old ? &old : nullptr);
   Outcome outcome;
   executor.Run(rules, EventInput{.action = event.action, .devpath = event.devpath, .properties = props}, host,

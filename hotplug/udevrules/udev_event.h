@@ -33,7 +33,6 @@ struct UdevWorld {
   HostContext host;  // its pointers point into this struct's owners below
   udev::DatabaseDir database;
   devroot::DevRoot dev_root;
-  std::unique_ptr<BuiltinWorld> builtins;
   std::unique_ptr<io::process::BlockingSpawner> spawner;
   std::unique_ptr<NameLookup> names;
   bool rename_interfaces = true;  // NAME= on net renames (off in tests without a namespace)
@@ -69,8 +68,10 @@ struct NodeSettings {
 // The event's properties as the executor takes them (views into `event`).
 [[nodiscard]] std::vector<PropertyView> EventProperties(const Event& event);
 
-// Runs the event through `rules` and applies what the worker applies (see the file comment).
+// Runs the event through `rules` (builtins: `builtins`; null: none) and applies what the worker
+// applies (see the file comment).
 [[nodiscard]] EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
+                                         const udev::BuiltinResources* builtins,
                                          const ExecuteOptions& options, Executor& executor,
                                          const Event& event);
 

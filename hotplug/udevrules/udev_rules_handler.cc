@@ -81,20 +81,15 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner, io::process::Spawner::Create());
   HOTRING_ASSIGN_OR_RETURN(udev::StageReporter reporter, udev::StageReporter::Open("udevrules", options.monitor));
   const std::string kernel_cmdline = ReadSmallFile(options.kernel_cmdline);
-  std::vector<std::string> builtin_warnings;
-  std::unique_ptr<BuiltinWorld> builtins = LoadBuiltinWorld(
-      BuiltinSources{.sysfs_root = options.sysfs_root,
-                     .hwdb_paths = options.hwdb_paths,
-                     .network_dirs = options.network_dirs,
-                     .kernel_cmdline = kernel_cmdline,
-                     .architecture = BuildArchitecture()},
-      &builtin_warnings);
-  for (const std::string& w : builtin_warnings) LogWarning("udevrules: builtins: %s", w);
+  BuiltinSources builtin_sources{.sysfs_root = options.sysfs_root,
+                                 .hwdb_paths = options.hwdb_paths,
+                                 .network_dirs = options.network_dirs,
+                                 .kernel_cmdline = kernel_cmdline,
+                                 .architecture = BuildArchitecture()};
   auto world = std::make_shared<UdevWorld>(UdevWorld{
       .host = {},
       .database = std::move(database),
       .dev_root = std::move(dev_root),
-      .builtins = std::move(builtins),
       .spawner = std::move(blocking),
       .names = std::make_unique<PasswdFiles>(std::move(names)),
       .rename_interfaces = options.rename_interfaces,
@@ -103,7 +98,6 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
   host.dev_root = options.dev_root;
   host.database = &world->database;
-  host.builtins = &world->builtins->resources;
   host.spawner = world->spawner.get();
   host.names = world->names.get();
   host.kernel_cmdline = kernel_cmdline;
@@ -111,6 +105,8 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   host.kill_grace = options.kill_grace;
   std::unique_ptr<UdevRulesHandler> handler(new UdevRulesHandler(
       std::move(options), std::move(conf), std::move(world), std::move(reporter), std::move(spawner)));
+  handler->builtin_sources_ = std::move(builtin_sources);
+  handler->builtins_ = handler->LoadBuiltins();
   HOTRING_ASSIGN_OR_RETURN(handler->rules_, handler->LoadAndReport());
   for (const std::string& line : ApplyStaticNodes(*handler->world_, *handler->rules_)) {
     LogWarning("udevrules: static_node: %s", line);
@@ -163,9 +159,18 @@ absl::Status UdevRulesHandler::Reload() {
     LogError("udevrules: reload failed, keeping the rules in use: %s", rules.status().ToString());
     return rules.status();
   }
-  // hwdb.bin and the .link files stay as read at start: jobs in flight share them.
   rules_ = *std::move(rules);
+  // As udevd's reload: hwdb.bin and the .link files are read again too. Events already running
+  // keep the ones they started with.
+  builtins_ = LoadBuiltins();
   return absl::OkStatus();
+}
+
+std::shared_ptr<const BuiltinWorld> UdevRulesHandler::LoadBuiltins() const {
+  std::vector<std::string> warnings;
+  std::shared_ptr<const BuiltinWorld> builtins = LoadBuiltinWorld(builtin_sources_, &warnings);
+  for (const std::string& w : warnings) LogWarning("udevrules: builtins: %s", w);
+  return builtins;
 }
 
 Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& event) {
@@ -173,10 +178,10 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
   const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
   // The job owns what it uses: it may outlive this task when the task is dropped.
-  auto job = [world = world_, rules = rules_, executors = executors_, options = execute_options_,
-              event_copy = event]() -> EventWork {
+  auto job = [world = world_, rules = rules_, builtins = builtins_, executors = executors_,
+              options = execute_options_, event_copy = event]() -> EventWork {
     std::unique_ptr<Executor> executor = executors->Take();
-    EventWork work = ProcessUdevEvent(*world, *rules, options, *executor, event_copy);
+    EventWork work = ProcessUdevEvent(*world, *rules, &builtins->resources, options, *executor, event_copy);
     executors->Give(std::move(executor));
     return work;
   };
@@ -259,14 +264,14 @@ Task<void> UdevRulesHandler::RunBuiltin(io::Reactor& reactor, const Event& event
     LogDebug("udevrules: %s: RUN{builtin} '%s' is not available", EventLabel(event), entry.command);
     co_return;
   }
-  auto job = [world = world_, entry, env, devpath = event.devpath]() -> absl::Status {
+  auto job = [world = world_, builtins = builtins_, entry, env, devpath = event.devpath]() -> absl::Status {
     std::vector<PropertyView> props;
     for (const std::string& kv : env) {
       const size_t eq = kv.find('=');
       props.emplace_back(absl::string_view(kv).substr(0, eq), absl::string_view(kv).substr(eq + 1));
     }
     // The same host as the rules', so that what the builtin asks is done as for IMPORT{builtin}.
-    DaemonHost host(world->host);
+    DaemonHost host(world->host, &builtins->resources);
     OwnedProperties ignored;
     absl::Status status = host.RunBuiltin(entry.builtin_name, entry.command, entry.argv, devpath, props, &ignored);
     for (const std::string& line : host.log()) LogWarning("udevrules: RUN{builtin} '%s': %s", entry.command, line);

@@ -29,6 +29,7 @@
 #include "hotplug/handler.h"
 #include "hotplug/module_loading.h"
 #include "hotplug/udev/stage_report.h"
+#include "hotplug/udevrules/builtin_calls.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/rule_files.h"
@@ -76,8 +77,8 @@ class UdevRulesHandler final : public Handler {
   ~UdevRulesHandler() override;
 
   Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override;
-  // Loads the rules again; the old ones stay in use when a directory cannot be read. The
-  // builtins' hwdb.bin and .link files are not read again.
+  // Loads the rules, hwdb.bin and the .link files again (as udevd's reload); the old rules stay
+  // in use when a directory cannot be read. Running events finish with what they started with.
   absl::Status Reload() override;
   [[nodiscard]] std::string Name() const override { return "udevrules"; }
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
@@ -106,6 +107,8 @@ class UdevRulesHandler final : public Handler {
   UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world,
                    udev::StageReporter reporter, std::unique_ptr<io::process::Spawner> spawner);
   absl::StatusOr<std::shared_ptr<const CompiledRules>> LoadAndReport();
+  // hwdb.bin and the .link files (what is missing is logged; the builtins needing it fail).
+  std::shared_ptr<const BuiltinWorld> LoadBuiltins() const;
   Task<void> RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,
                      const std::vector<std::string>& env, MonoTime deadline);
   Task<void> RunBuiltin(io::Reactor& reactor, const Event& event, const RunEntry& entry,
@@ -116,6 +119,8 @@ class UdevRulesHandler final : public Handler {
   ExecuteOptions execute_options_;
   std::shared_ptr<UdevWorld> world_;  // shared with pool jobs, which may outlive a dropped task
   std::shared_ptr<const CompiledRules> rules_;  // replaced whole on reload
+  BuiltinSources builtin_sources_;
+  std::shared_ptr<const BuiltinWorld> builtins_;  // replaced whole on reload, as rules_
   std::shared_ptr<ExecutorPool> executors_;
   udev::StageReporter reporter_;
   std::unique_ptr<io::process::Spawner> spawner_;

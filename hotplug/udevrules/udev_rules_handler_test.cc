@@ -429,5 +429,36 @@ TEST_F(UdevRulesHandlerTest, ImportBuiltinRunsTheBuiltinsAndAFailureDoesNotMatch
   EXPECT_EQ(announced[0].count("NOSUCH_SEEN"), 0u);
 }
 
+// udevd's reload reads hwdb.bin again too: a hwdb.bin that appears (an image's `udevadm hwdb
+// --update`, a package) is used from the reload on. The machine's own hwdb.bin (udev's package)
+// stands in; its pci:v00008086* entry names Intel.
+TEST_F(UdevRulesHandlerTest, ReloadReadsHwdbAgain) {
+  std::ifstream system_hwdb("/lib/udev/hwdb.bin", std::ios::binary);
+  if (!system_hwdb) GTEST_SKIP() << "no /lib/udev/hwdb.bin here (Debian's udev package)";
+  Rules("60-hwdb.rules", "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"hwdb\", ENV{HWDB_SEEN}=\"1\"\n");
+  ASSERT_TRUE(sys_->AddDevice({.devpath = "/devices/pci0000:00/0000:00:00.0", .subsystem = "pci",
+                               .kind = FakeSysfs::Kind::kBus,
+                               .uevent = {{"MODALIAS", "pci:v00008086d00001237sv00001AF4sd00001100bc06sc00i00"}}}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> e = testing::MakeUevent("add", "/devices/pci0000:00/0000:00:00.0", "pci", 1,
+                                                {{"MODALIAS", "pci:v00008086d00001237sv00001AF4sd00001100bc06sc00i00"}});
+  ASSERT_TRUE(e.ok());
+  Handle(*e);
+  {
+    std::ofstream out(base_ + "/etc/hwdb.bin", std::ios::binary);
+    out << system_hwdb.rdbuf();
+  }
+  Handle(*e);  // the hwdb read at start (none) is still the one in use
+  ASSERT_TRUE(handler_->Reload().ok());
+  Handle(*e);
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 3u);
+  EXPECT_EQ(announced[0].count("HWDB_SEEN"), 0u) << "no hwdb.bin yet: the import fails";
+  EXPECT_EQ(announced[1].count("HWDB_SEEN"), 0u) << "hwdb.bin is read again only on reload";
+  EXPECT_EQ(announced[2].count("HWDB_SEEN"), 1u);
+  EXPECT_THAT(announced[2].count("ID_VENDOR_FROM_DATABASE") ? announced[2].at("ID_VENDOR_FROM_DATABASE") : "",
+              HasSubstr("Intel"));
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::udevrules
