@@ -72,6 +72,20 @@ void AddChainFlags(FlagSet& flags, ChainOptions& chain) {
                }
                return absl::OkStatus();
              })
+      .Value("--udev-hwdb", "FILE",
+             "the builtins' hwdb.bin (repeatable, first found wins; default udevd's "
+             "/etc/udev/hwdb.bin, /usr/lib/udev/hwdb.bin)",
+             [&chain](absl::string_view v) {
+               chain.udev_hwdb.emplace_back(v);
+               return absl::OkStatus();
+             })
+      .Value("--udev-link-dir", "DIR",
+             "net_setup_link's .link files from DIR instead of udevd's network directories "
+             "(repeatable, first wins)",
+             [&chain](absl::string_view v) {
+               chain.udev_link_dirs.emplace_back(v);
+               return absl::OkStatus();
+             })
       .String("--udev-run", "DIR", &chain.udev_options.run_dir,
               "where the udev database goes (default /run/udev)");
   modules::AddModulesFlags(flags, chain.modules);
@@ -97,6 +111,8 @@ absl::StatusOr<std::unique_ptr<Handler>> MakeUdevRulesLink(ChainOptions& chain, 
   options.rules_dirs = chain.udev_rules_dirs;
   options.udev_conf = chain.udev_conf;
   options.resolve_names = chain.udev_resolve_names;
+  options.hwdb_paths = chain.udev_hwdb;
+  options.network_dirs = chain.udev_link_dirs;
   options.run_dir = chain.udev_options.run_dir;
   options.dev_root = chain.rules_options.dev_root;
   options.sysfs_root = sysfs_root;

@@ -37,6 +37,8 @@ struct ChainOptions {
   std::vector<std::string> udev_rules_dirs;
   std::string udev_conf = "/etc/udev/udev.conf";
   std::optional<udevrules::ResolveNames> udev_resolve_names;  // over udev.conf's when set
+  std::vector<std::string> udev_hwdb;       // --udev-hwdb: hwdb.bin candidates; empty: udevd's
+  std::vector<std::string> udev_link_dirs;  // --udev-link-dir: .link directories; empty: udevd's
   bool udev_fallback = false;  // --udev-fallback: the built-in stage even where rules exist
   std::string exec_program;  // --exec; empty: no exec link
   // A handler's (and a rule command's) deadline: SIGTERM, then SIGKILL after the grace.
