@@ -142,6 +142,11 @@ FlagSet& FlagSet::Hidden() {
   return *this;
 }
 
+FlagSet& FlagSet::AbbreviatedLongNames() {
+  abbreviations_ = true;
+  return *this;
+}
+
 FlagSet& FlagSet::Text(absl::string_view line) {
   rows_.push_back(Row{std::nullopt, std::string(line)});
   return *this;
@@ -178,6 +183,21 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
     }
   }
   return nullptr;
+}
+
+absl::StatusOr<const FlagSet::Flag*> FlagSet::FindAbbreviated(absl::string_view name) const {
+  const Flag* found = nullptr;
+  for (const Flag& flag : flags_) {
+    for (const std::string& n : flag.names) {
+      if (!absl::StartsWith(n, "--") || !absl::StartsWith(n, name)) continue;
+      // Two names of one flag ("--property", "--properties") are no ambiguity.
+      if (found != nullptr && found != &flag) {
+        return Error(absl::StrCat("option '", name, "' is ambiguous"));
+      }
+      found = &flag;
+    }
+  }
+  return found;
 }
 
 absl::Status FlagSet::Error(absl::string_view message) const {
@@ -233,6 +253,11 @@ absl::StatusOr<FlagsParsed> FlagSet::Parse(const std::vector<std::string>& args,
       std::optional<absl::string_view> inline_value;
       if (eq != std::string::npos) inline_value = absl::string_view(arg).substr(eq + 1);
       const Flag* flag = Find(name);
+      if (flag == nullptr && abbreviations_ && name.size() > 2) {
+        absl::StatusOr<const Flag*> abbreviated = FindAbbreviated(name);
+        if (!abbreviated.ok()) return abbreviated.status();
+        flag = *abbreviated;
+      }
       if (flag == nullptr) {
         if (name == "--help") return help();
         return Error(absl::StrCat("unknown argument '", name, "' (try --help)"));

@@ -96,6 +96,9 @@ class FlagSet {
   FlagSet& Positionals(std::vector<std::string>* dest);
   // The flag declared last is accepted but not listed by --help (test-only knobs).
   FlagSet& Hidden();
+  // Accepts an unambiguous prefix of a long name ("--env" for "--environment"), as
+  // getopt_long does: for drop-ins of programs that parse with it (udevadm).
+  FlagSet& AbbreviatedLongNames();
   // A line of its own in the help, after the flags declared so far ("" for an empty line).
   FlagSet& Text(absl::string_view line);
 
@@ -139,6 +142,8 @@ class FlagSet {
 
   FlagSet& Add(Flag flag);
   [[nodiscard]] const Flag* Find(absl::string_view name) const;
+  // The flag a long name abbreviates: nullptr when none; an error when several do.
+  [[nodiscard]] absl::StatusOr<const Flag*> FindAbbreviated(absl::string_view name) const;
   [[nodiscard]] absl::Status Apply(const Flag& flag, absl::string_view name,
                                    std::optional<absl::string_view> value) const;
 
@@ -147,6 +152,7 @@ class FlagSet {
   std::vector<Flag> flags_;
   std::vector<Row> rows_;
   std::vector<std::string>* positionals_ = nullptr;
+  bool abbreviations_ = false;
 };
 
 // Prints `status` on stderr as "hotring <command>: <message>" (a message that starts with

@@ -169,6 +169,28 @@ TEST(FlagSetTest, HiddenFlagsAreStillAccepted) {
   EXPECT_EQ(p.children, 8u);
 }
 
+TEST(FlagSetTest, AbbreviatedLongNamesOnlyWhenAskedAndUnambiguous) {
+  Parsed plain;
+  EXPECT_FALSE(Parse({"--sock", "@x"}, plain).ok());
+  Parsed p;
+  FlagSet flags("monitor", "");
+  Declare(flags, p);
+  flags.AbbreviatedLongNames();
+  ASSERT_EQ(*flags.Parse({"--sock", "@x", "--js", "--subsystem=block", "--t", "2"}), FlagsParsed::kRun);
+  EXPECT_EQ(p.socket, "@x");
+  EXPECT_TRUE(p.json);
+  EXPECT_EQ(p.matches, (std::vector<std::string>{"block"}));
+  EXPECT_EQ(p.timeout, absl::Seconds(2));
+  // An exact name wins over the longer ones it begins ("--wait" is also no prefix of another).
+  ASSERT_EQ(*flags.Parse({"--wait"}), FlagsParsed::kRun);
+  EXPECT_EQ(p.wait, "");
+  // "--r" begins --ratio and --ring-entries.
+  const absl::StatusOr<FlagsParsed> ambiguous = flags.Parse({"--r", "1"});
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_EQ(ambiguous.status().message(), "monitor: option '--r' is ambiguous");
+  EXPECT_FALSE(flags.Parse({"--nosuch"}).ok());
+}
+
 TEST(FlagSetTest, LongHelpWrapsBeneathItsColumn) {
   FlagSet flags("x", "usage: x");
   bool b = false;
