@@ -11,9 +11,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/unique_fd.h"
+#include "hotplug/cli/udevadm/monitor_device.h"
 #include "hotplug/cli/udevadm/monitor_format.h"
 #include "hotplug/cli/udevadm/verbs.h"
 #include "hotplug/udev/monitor.h"
@@ -35,9 +42,16 @@ constexpr char kMonitorHelp[] =
     "  -s --subsystem-match=SUBSYSTEM[/DEVTYPE] Filter events by subsystem\n"
     "  -t --tag-match=TAG                       Filter events by tag\n";
 
-// One datagram and who sent it; nullopt when it is not one to print (forged or unreadable).
+// One datagram, nullopt when sd-device's monitor would not take it from this sender: it
+// trusts no unicast, on the kernel's group only the kernel (port 0), and on either group only a
+// sender with root's credentials. Datagrams of any size are read whole, as 252 reads them.
 std::optional<std::string> Receive(int fd, bool kernel_group) {
-  std::string buf(16384, '\0');
+  const ssize_t size = recv(fd, nullptr, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  if (size <= 0) {
+    if (size == 0) (void)recv(fd, nullptr, 0, MSG_DONTWAIT);  // an empty datagram: consume it
+    return std::nullopt;
+  }
+  std::string buf(static_cast<size_t>(size), '\0');
   sockaddr_nl from = {};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   iovec iov = {buf.data(), buf.size()};
@@ -50,26 +64,43 @@ std::optional<std::string> Receive(int fd, bool kernel_group) {
   msg.msg_controllen = sizeof control;
   const ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
   if (n <= 0 || (msg.msg_flags & MSG_TRUNC) != 0) return std::nullopt;
-  const ucred* cred = nullptr;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
-      cred = reinterpret_cast<const ucred*>(CMSG_DATA(c));
-    }
-  }
-  // The kernel's messages come from port 0; a daemon's from its own port, as root.
+  if (from.nl_groups == 0) return std::nullopt;
   if (kernel_group && from.nl_pid != 0) return std::nullopt;
-  if (!kernel_group && (from.nl_pid == 0 || cred == nullptr || cred->uid != 0)) return std::nullopt;
+  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS) return std::nullopt;
+  ucred cred;
+  std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+  if (cred.uid != 0) return std::nullopt;
   buf.resize(static_cast<size_t>(n));
   return buf;
 }
+
+// Whether /dev is a devtmpfs: the type of the last (topmost) mount on /dev.
+bool DevIsDevtmpfs() {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  bool devtmpfs = false;
+  for (std::string line; std::getline(mountinfo, line);) {
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER"
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
+    const size_t dash = line.find(" - ");
+    if (fields.size() < 5 || fields[4] != "/dev" || dash == std::string::npos) continue;
+    devtmpfs = absl::StartsWith(absl::string_view(line).substr(dash + 3), "devtmpfs");
+  }
+  return devtmpfs;
+}
+
+// 252 listens to udev's group only where a udev seems to run (its control socket exists, or
+// /dev is a devtmpfs), so that a container does not see the host's processed events.
+bool UdevSeemsActive() { return access("/run/udev/control", F_OK) == 0 || DevIsDevtmpfs(); }
 
 }  // namespace
 
 int MonitorVerb(const std::vector<std::string>& args) {
   bool help = false, properties = false, kernel = false, udev = false;
   MonitorFilter filter;
+  std::vector<std::string> ignored;  // 252 takes no arguments and ignores any given
   FlagSet flags("monitor", "");
-  flags.Bool("--help|-h", &help, "")
+  flags.AbbreviatedLongNames().Positionals(&ignored).Bool("--help|-h", &help, "")
       .Switch("--version|-V", "", [] { return absl::CancelledError("version"); })
       .Bool("--property|-p|-e|--environment", &properties, "")
       .Bool("--kernel|-k", &kernel, "")
@@ -105,7 +136,7 @@ int MonitorVerb(const std::vector<std::string>& args) {
     if (!l.ok()) return Fail("monitor", absl::StrCat("Failed to create netlink socket: ", l.status().message()));
     kernel_socket = std::move(*l);
   }
-  if (udev) {
+  if (udev && UdevSeemsActive()) {
     absl::StatusOr<io::UeventListener> l = io::OpenUeventListener({.group = udev::kUdevMonitorGroup});
     if (!l.ok()) return Fail("monitor", absl::StrCat("Failed to create netlink socket: ", l.status().message()));
     udev_socket = std::move(*l);
@@ -130,11 +161,8 @@ int MonitorVerb(const std::vector<std::string>& args) {
       if (index < 0 || (fds[index].revents & POLLIN) == 0) continue;
       const bool is_kernel = index == kernel_index;
       std::optional<std::string> datagram = Receive(fds[index].fd, is_kernel);
-      if (!datagram) continue;
-      absl::StatusOr<std::vector<std::pair<std::string, std::string>>> props =
-          is_kernel ? ParseKernelDatagram(*datagram) : udev::DecodeMonitorMessage(*datagram);
-      if (!props.ok()) continue;
-      absl::StatusOr<MonitorDevice> device = MonitorDeviceFromProperties(*props);
+      if (!datagram || !filter.PassesSocketFilter(*datagram)) continue;
+      absl::StatusOr<MonitorDevice> device = ParseMonitorDatagram(*datagram);
       if (!device.ok() || !filter.Passes(*device)) continue;
       timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);

@@ -1,111 +1,68 @@
 #include "hotplug/cli/udevadm/monitor_format.h"
 
-#include <algorithm>
+#include <arpa/inet.h>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include <algorithm>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "hotplug/udev/builtins.h"
+#include "hotplug/udev/monitor.h"
 
 namespace hotring::hotplug::udevadm {
 namespace {
 
-void AddUnique(std::vector<std::string>& set, absl::string_view value) {
-  if (std::find(set.begin(), set.end(), value) == set.end()) set.emplace_back(value);
+// Offsets of libudev's header fields, as the socket filter reads them (big-endian words).
+constexpr size_t kMagicAt = 8;
+constexpr size_t kSubsystemHashAt = 24;
+constexpr size_t kDevtypeHashAt = 28;
+constexpr size_t kBloomHiAt = 32;
+constexpr size_t kBloomLoAt = 36;
+
+uint32_t GetBe32(absl::string_view in, size_t at) {
+  uint32_t be;
+  std::memcpy(&be, in.data() + at, 4);
+  return ntohl(be);
 }
 
 }  // namespace
 
-absl::StatusOr<MonitorDevice> MonitorDeviceFromProperties(
-    const std::vector<std::pair<std::string, std::string>>& properties) {
-  MonitorDevice d;
-  std::optional<std::string> major, minor;
-  std::vector<std::string> devlinks, current_tags;
-  bool seqnum = false;
-  for (const auto& [key, value] : properties) {
-    if (key == "MAJOR") {
-      major = value;
-      continue;
-    }
-    if (key == "MINOR") {
-      minor = value;
-      continue;
-    }
-    if (key == "DEVLINKS") {
-      for (absl::string_view l : absl::StrSplit(value, ' ', absl::SkipEmpty())) AddUnique(devlinks, l);
-      continue;
-    }
-    if (key == "TAGS" || key == "CURRENT_TAGS") {
-      for (absl::string_view t : absl::StrSplit(value, ':', absl::SkipEmpty())) {
-        AddUnique(d.tags, t);
-        if (key == "CURRENT_TAGS") AddUnique(current_tags, t);
-      }
-      continue;
-    }
-    if (key == "DEVNAME") {
-      udev::SetProperty(d.properties, key, absl::StartsWith(value, "/") ? value : absl::StrCat("/dev/", value));
-      continue;
-    }
-    if (key == "ACTION") d.action = value;
-    if (key == "DEVPATH") d.devpath = value;
-    if (key == "SUBSYSTEM") d.subsystem = value;
-    if (key == "DEVTYPE") d.devtype = value;
-    if (key == "SEQNUM") seqnum = true;
-    udev::SetProperty(d.properties, key, value);
+bool MonitorFilter::PassesSocketFilter(absl::string_view datagram) const {
+  if (subsystems.empty() && tags.empty()) return true;
+  // A socket filter that reads past the end of a datagram drops it.
+  if (datagram.size() < kMagicAt + 4) return false;
+  if (GetBe32(datagram, kMagicAt) != udev::kUdevMonitorMagic) return true;
+  if (!tags.empty()) {
+    if (datagram.size() < kBloomLoAt + 4) return false;
+    const uint32_t hi = GetBe32(datagram, kBloomHiAt), lo = GetBe32(datagram, kBloomLoAt);
+    const bool any = std::any_of(tags.begin(), tags.end(), [&](const std::string& tag) {
+      const uint64_t bits = udev::TagBloomBits(tag);
+      const uint32_t tag_hi = static_cast<uint32_t>(bits >> 32), tag_lo = static_cast<uint32_t>(bits);
+      return (hi & tag_hi) == tag_hi && (lo & tag_lo) == tag_lo;
+    });
+    if (!any) return false;
   }
-  if (d.action.empty() || d.devpath.empty() || d.subsystem.empty() || !seqnum) {
-    return absl::InvalidArgumentError("message lacks ACTION, DEVPATH, SUBSYSTEM or SEQNUM");
-  }
-  unsigned maj = 0;
-  if (major && absl::SimpleAtoi(*major, &maj) && maj > 0) {
-    udev::SetProperty(d.properties, "MAJOR", *major);
-    if (minor) udev::SetProperty(d.properties, "MINOR", *minor);
-  }
-  if (!devlinks.empty()) udev::SetProperty(d.properties, "DEVLINKS", absl::StrJoin(devlinks, " "));
-  if (!d.tags.empty()) {
-    udev::SetProperty(d.properties, "TAGS", absl::StrCat(":", absl::StrJoin(d.tags, ":"), ":"));
-    if (!current_tags.empty()) {
-      udev::SetProperty(d.properties, "CURRENT_TAGS", absl::StrCat(":", absl::StrJoin(current_tags, ":"), ":"));
-    }
-  }
-  return d;
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseKernelDatagram(
-    absl::string_view datagram) {
-  std::vector<absl::string_view> parts = absl::StrSplit(datagram, '\0');
-  if (parts.empty() || parts[0].find('@') == absl::string_view::npos) {
-    return absl::InvalidArgumentError("not a kernel uevent");
-  }
-  std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    const size_t eq = parts[i].find('=');
-    if (eq == absl::string_view::npos || eq == 0) continue;
-    out.emplace_back(std::string(parts[i].substr(0, eq)), std::string(parts[i].substr(eq + 1)));
-  }
-  return out;
+  if (subsystems.empty()) return true;
+  if (datagram.size() < kDevtypeHashAt + 4) return false;
+  return std::any_of(subsystems.begin(), subsystems.end(), [&](const auto& filter) {
+    const auto& [subsystem, devtype] = filter;
+    return udev::MurmurHash2(subsystem) == GetBe32(datagram, kSubsystemHashAt) &&
+           (!devtype || udev::MurmurHash2(*devtype) == GetBe32(datagram, kDevtypeHashAt));
+  });
 }
 
 bool MonitorFilter::Passes(const MonitorDevice& device) const {
   if (!subsystems.empty()) {
-    bool any = false;
-    for (const auto& [subsystem, devtype] : subsystems) {
-      if (subsystem != device.subsystem) continue;
-      if (devtype && *devtype != device.devtype) continue;
-      any = true;
-      break;
-    }
+    const bool any = std::any_of(subsystems.begin(), subsystems.end(), [&](const auto& filter) {
+      const auto& [subsystem, devtype] = filter;
+      return subsystem == device.subsystem && (!devtype || devtype == device.devtype);
+    });
     if (!any) return false;
   }
   if (!tags.empty()) {
-    bool any = false;
-    for (const std::string& tag : tags) {
-      any = any || std::find(device.tags.begin(), device.tags.end(), tag) != device.tags.end();
-    }
-    if (!any) return false;
+    return std::any_of(tags.begin(), tags.end(), [&](const std::string& tag) {
+      return std::find(device.tags.begin(), device.tags.end(), tag) != device.tags.end();
+    });
   }
   return true;
 }

@@ -1,8 +1,7 @@
-// What `udevadm monitor` prints for one received event, as 252 does: the line "KERNEL[S.US]
-// ACTION   DEVPATH (SUBSYSTEM)" (or "UDEV  [...]") and, with --property, the properties in the
-// order sd-device builds them from the message (its KEY=VALUE order, MAJOR and MINOR moved
-// after the rest, DEVNAME made absolute, DEVLINKS/TAGS/CURRENT_TAGS last), then a blank line.
-// Pure: the caller gives the time.
+// What `udevadm monitor` prints for a received event, as 252 does: the line "KERNEL[S.US]
+// ACTION   DEVPATH (SUBSYSTEM)" (or "UDEV  [...]") and, with --property, the properties in
+// sd-device's order (monitor_device.h), then a blank line; and which events -s and -t let
+// through. Pure: the caller gives the time.
 #ifndef HOTRING_HOTPLUG_CLI_UDEVADM_MONITOR_FORMAT_H_
 #define HOTRING_HOTPLUG_CLI_UDEVADM_MONITOR_FORMAT_H_
 
@@ -12,32 +11,23 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "hotplug/cli/udevadm/monitor_device.h"
 
 namespace hotring::hotplug::udevadm {
 
-// A received event as sd-device holds it. Owns its strings.
-struct MonitorDevice {
-  std::vector<std::pair<std::string, std::string>> properties;  // in print order
-  std::string action, devpath, subsystem, devtype;
-  std::vector<std::string> tags;
-};
-
-// From a message's KEY=VALUE strings (a kernel datagram's after its "ACTION@DEVPATH" header, or
-// a libudev message's). InvalidArgument when ACTION, DEVPATH, SUBSYSTEM or SEQNUM is missing
-// (sd-device drops such messages).
-[[nodiscard]] absl::StatusOr<MonitorDevice> MonitorDeviceFromProperties(
-    const std::vector<std::pair<std::string, std::string>>& properties);
-
-// The kernel's datagram ("add@/devices/...\0ACTION=add\0...") split into KEY=VALUE pairs.
-[[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseKernelDatagram(
-    absl::string_view datagram);
-
-// The subsystem[/devtype] and tag filters of -s and -t.
+// The subsystem[/devtype] and tag filters of -s and -t. Owns its strings.
 struct MonitorFilter {
+  // "-s block/" asks for an empty DEVTYPE, "-s block" for any.
   std::vector<std::pair<std::string, std::optional<std::string>>> subsystems;
   std::vector<std::string> tags;
+
+  // The socket filter 252 attaches to its sockets when there is any -s or -t: a libudev
+  // message passes on its header's hashes alone (the subsystem's and devtype's MurmurHash2,
+  // the tags' bloom bits), whatever its properties say; any other datagram passes.
+  [[nodiscard]] bool PassesSocketFilter(absl::string_view datagram) const;
+  // The check on the parsed event that follows: SUBSYSTEM (and DEVTYPE) equal to one -s, and
+  // one -t among the tags.
   [[nodiscard]] bool Passes(const MonitorDevice& device) const;
 };
 
