@@ -135,6 +135,8 @@ BackgroundCommand::~BackgroundCommand() {
 
 std::string BackgroundCommand::ErrSoFar() const { return ReadFile(dir_ + "/err"); }
 
+std::string BackgroundCommand::OutSoFar() const { return ReadFile(dir_ + "/out"); }
+
 bool BackgroundCommand::WaitForErr(absl::string_view text, absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
   while (!absl::StrContains(ErrSoFar(), text)) {

@@ -64,8 +64,9 @@ class BackgroundCommand {
   BackgroundCommand& operator=(const BackgroundCommand&) = delete;
   ~BackgroundCommand();
   [[nodiscard]] pid_t pid() const { return pid_; }
-  // What the command has written to stderr so far.
+  // What the command has written to stderr (stdout) so far.
   [[nodiscard]] std::string ErrSoFar() const;
+  [[nodiscard]] std::string OutSoFar() const;
   // Polls stderr until it contains `text`; false after `timeout`.
   bool WaitForErr(absl::string_view text, absl::Duration timeout = absl::Seconds(30)) const;
   // Waits up to `timeout` (then SIGKILLs) and returns the exit code and output.

@@ -81,7 +81,10 @@ absl::Status UeventInjector::SendThroughKernel(const hotplug::Event& event) {
     return absl::InvalidArgumentError(
         "SendThroughKernel: the kernel appends SEQNUM itself; the event must not carry one");
   }
-  const std::string payload = hotplug::EncodeKernelUevent(event);
+  return SendRawThroughKernel(hotplug::EncodeKernelUevent(event));
+}
+
+absl::Status UeventInjector::SendRawThroughKernel(absl::string_view payload) {
   const uint32_t seq = ++next_sequence_;
   nlmsghdr header{};
   header.nlmsg_len = static_cast<uint32_t>(NLMSG_HDRLEN + payload.size());
@@ -92,7 +95,7 @@ absl::Status UeventInjector::SendThroughKernel(const hotplug::Event& event) {
   header.nlmsg_seq = seq;
   std::string datagram(NLMSG_HDRLEN, '\0');
   std::memcpy(datagram.data(), &header, sizeof(header));
-  datagram += payload;
+  datagram.append(payload.data(), payload.size());
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;  // port 0, no group: unicast to the kernel's uevent socket
   for (;;) {

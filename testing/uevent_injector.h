@@ -87,6 +87,9 @@ class UeventInjector {
   // (systemd-udevd does not care; hotring waits --reorder-timeout once). Use sparingly: for the
   // "kernel events are accepted" half of an origin test, not for bursts.
   absl::Status SendThroughKernel(const hotplug::Event& event);
+  // The same for any payload (malformed ones, libudev's format): the kernel copies it as it is
+  // and appends "SEQNUM=<n>\0"; it must stay within the kernel's 2048-byte uevent buffer.
+  absl::Status SendRawThroughKernel(absl::string_view payload);
 
  private:
   UeventInjector(UniqueFd fd, uint32_t group) : fd_(std::move(fd)), group_(group) {}
