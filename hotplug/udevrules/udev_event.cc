@@ -255,13 +255,8 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules, c
   } else {
     work.report.Fail(absl::StrCat("no database entry: ", id.status().message()));
   }
-  std::vector<PropertyView> props = EventProperties(event);
-  if (event.action == "move" && had_old) {
-    // udevd's move: the device keeps what its earlier events gave it.
-    for (const auto& [k, v] : old.properties) {
-      if (!event.Get(k).has_value()) props.emplace_back(k, v);
-    }
-  }
+  // Every event starts from the uevent, `move` too (the executor adds the old entry's tags).
+  const std::vector<PropertyView> props = EventProperties(event);
   DaemonHost host(world.host);
   host.SetEventDevice(event.devpath, had_old ? &old : nullptr);
   Outcome outcome;
