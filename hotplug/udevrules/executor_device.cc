@@ -142,13 +142,10 @@ void ExecutorState::LoadEvent(const EventInput& event) {
     }
     link_priority_ = db_.link_priority;
   } else if (have_db_) {
-    // Tags of earlier events stay (TAGS), not current.
+    // Tags of earlier events stay (TAGS), not current. Properties do not, on `move` neither:
+    // udevd 252 starts every event but remove from the uevent alone (in the guest comparison a
+    // renamed interface's move gives SYSTEMD_ALIAS once, not the database's value twice).
     AddTagsFrom(db_.tags, false);
-    if (action_ == "move") {
-      for (const auto& [k, v] : db_.properties) {
-        if (!GetProperty(k).has_value()) SetProperty(arena_.Copy(k), arena_.Copy(v));
-      }
-    }
   }
   // udevd drops it before the rules, so that IMPORT{db}="ID_RENAMING" cannot bring it back.
   DeleteProperty("ID_RENAMING");

@@ -143,4 +143,36 @@ absl::StatusOr<LinkUpdate> UpdateLinkClaim(int run_fd, const devroot::DevRoot& d
   return update;  // the lock goes with `lock`
 }
 
+bool IsOwnDiskseqLink(absl::string_view link, absl::string_view subsystem, absl::string_view devtype,
+                      std::optional<absl::string_view> diskseq) {
+  if (subsystem != "block" || devtype == "partition" || !diskseq.has_value() || diskseq->empty()) return false;
+  return absl::ConsumePrefix(&link, "disk/by-diskseq/") && link == *diskseq;
+}
+
+absl::StatusOr<size_t> CleanUpLinkClaims(int run_fd) {
+  UniqueFd links(::openat(run_fd, "links", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!links.valid()) {
+    if (errno == ENOENT) return 0;
+    return ErrnoStatus("open(links)");
+  }
+  std::vector<std::string> dirs;
+  {
+    UniqueFd listing(::dup(links.get()));
+    DIR* d = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
+    if (d == nullptr) return ErrnoStatus("opendir(links)");
+    (void)listing.Release();  // the DIR owns it now
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.' && e->d_type == DT_DIR) dirs.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  size_t removed = 0;
+  for (const std::string& dir : dirs) {
+    const std::string lock = absl::StrCat(dir, "/.lock");
+    if (::unlinkat(links.get(), lock.c_str(), 0) != 0 && errno != ENOENT) continue;
+    if (::unlinkat(links.get(), dir.c_str(), AT_REMOVEDIR) == 0) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace hotring::hotplug::udevrules

@@ -4,10 +4,15 @@
 // one device updates it; the link then points at the node of the highest priority among the
 // claims whose node exists. On a tie the device being handled keeps (or takes) the link when it
 // adds its claim; among the others the first by name wins (udevd takes the first its readdir
-// returns). With no claim left the link is removed, with its empty directories.
+// returns). With no claim left the link is removed, with its empty directories. Two exceptions,
+// as Debian's udevd 252.39 has them: a disk's own disk/by-diskseq/<DISKSEQ> link is made without
+// a claim (IsOwnDiskseqLink), and once no event is being handled the ".lock" files and the
+// directories left empty go (CleanUpLinkClaims).
 #ifndef HOTRING_HOTPLUG_UDEVRULES_LINK_CLAIMS_H_
 #define HOTRING_HOTPLUG_UDEVRULES_LINK_CLAIMS_H_
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -41,6 +46,18 @@ struct LinkUpdate {
 // link's name is never replaced (udevd: "conflicting inode"): that is an error.
 absl::StatusOr<LinkUpdate> UpdateLinkClaim(int run_fd, const devroot::DevRoot& dev_root,
                                            const LinkClaim& claim, bool add);
+
+// True for the link of a block disk (not a partition) named by its own DISKSEQ,
+// "disk/by-diskseq/<DISKSEQ>": unique to the disk, so udevd makes and removes it directly, with
+// no claim directory (in the guest comparison /run/udev/links had none for by-diskseq/11 of sr0
+// and by-diskseq/12 of vda). Any other by-diskseq name goes through the claims as usual.
+[[nodiscard]] bool IsOwnDiskseqLink(absl::string_view link, absl::string_view subsystem,
+                                    absl::string_view devtype, std::optional<absl::string_view> diskseq);
+
+// udevd's udev_node_cleanup, which it runs once no worker is left: each claim directory under
+// `run_fd`'s links/ loses its ".lock", then goes when that left it empty. The caller makes sure
+// no claim is being updated meanwhile. Returns how many directories went.
+absl::StatusOr<size_t> CleanUpLinkClaims(int run_fd);
 
 }  // namespace hotring::hotplug::udevrules
 

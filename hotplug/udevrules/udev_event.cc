@@ -112,6 +112,20 @@ void ApplyPermissions(const UdevWorld& world, const Event& event, const Outcome&
 
 void UpdateClaim(const UdevWorld& world, const std::string& id, const Event& event, absl::string_view link,
                  int priority, bool add, EventWork& work) {
+  if (IsOwnDiskseqLink(link, event.subsystem, event.Get("DEVTYPE").value_or(""), event.Get("DISKSEQ"))) {
+    // No other device has this name: removed whatever it points at, with its empty directories.
+    absl::StatusOr<bool> changed = add ? devroot::MakeLinkBeneath(world.dev_root, link, event.devname)
+                                       : devroot::RemoveSymlinkBeneath(world.dev_root, link);
+    if (!changed.ok()) {
+      work.report.LinkFailed(changed.status());
+    } else if (*changed && add) {
+      ++work.report.links_made;
+    } else if (*changed) {
+      ++work.report.links_removed;
+    }
+    return;
+  }
+  work.claims_touched = true;
   const LinkClaim claim{.link = std::string(link), .device_id = id, .node = event.devname, .priority = priority};
   absl::StatusOr<LinkUpdate> update = UpdateLinkClaim(world.database.fd(), world.dev_root, claim, add);
   if (!update.ok()) {
@@ -256,13 +270,8 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
   } else {
     work.report.Fail(absl::StrCat("no database entry: ", id.status().message()));
   }
-  std::vector<PropertyView> props = EventProperties(event);
-  if (event.action == "move" && had_old) {
-    // udevd's move: the device keeps what its earlier events gave it.
-    for (const auto& [k, v] : old.properties) {
-      if (!event.Get(k).has_value()) props.emplace_back(k, v);
-    }
-  }
+  // Every event starts from the uevent, `move` too (the executor adds the old entry's tags).
+  const std::vector<PropertyView> props = EventProperties(event);
   DaemonHost host(world.host, builtins);
   host.SetEventDevice(event.devpath, had_old ? &old : nullptr);
   Outcome outcome;
@@ -276,10 +285,12 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
   if (!work.rules_ok) {
     work.report.Fail(absl::StrCat("rules: ", outcome.status.message()));
   } else if (id.ok() && remove) {
+    std::shared_lock<std::shared_mutex> claims(*world.claims_mutex);
     RemoveDevice(world, *id, event, old, had_old, work);
   } else if (id.ok()) {
     work.rules_ok = RenameInterface(world, event, outcome, work);
     if (work.rules_ok && HasDevnum(event) && devroot::IsSafeRelativePath(event.devname)) {
+      std::shared_lock<std::shared_mutex> claims(*world.claims_mutex);
       UpdateNode(world, *id, event, old, outcome, work);
     }
     if (work.rules_ok) StoreEntry(world, *id, event, old, outcome, usec, work);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,8 @@ struct UdevWorld {
   std::unique_ptr<io::process::BlockingSpawner> spawner;
   std::unique_ptr<NameLookup> names;
   bool rename_interfaces = true;  // NAME= on net renames (off in tests without a namespace)
+  // Events update link claims under a shared lock; CleanUpLinkClaims takes it alone.
+  std::unique_ptr<std::shared_mutex> claims_mutex = std::make_unique<std::shared_mutex>();
 };
 
 // What the reactor does after a worker's part. Owns everything.
@@ -50,6 +53,7 @@ struct EventWork {
   uint64_t lines_matched = 0;
   uint64_t nodes_set = 0;        // node owner/mode applied (or made)
   uint64_t renamed = 0;
+  bool claims_touched = false;   // a claim directory under /run/udev/links was used
 };
 
 // The properties the database keeps (E: lines): those the rules set or changed, not the

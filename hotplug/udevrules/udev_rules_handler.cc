@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/udev/builtin_registry.h"
+#include "hotplug/udevrules/link_claims.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/udev_event.h"
 
@@ -200,7 +201,27 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
     co_await RunList(reactor, event, work->run, work->env, deadline);
   }
   reporter_.Announce(event, work->report);
+  claims_to_clean_ = claims_to_clean_ || work->claims_touched;
+  if (claims_to_clean_ && waiting_.size() == 1) co_await CleanUpClaims(reactor);
   co_return HandlerResult{};
+}
+
+Task<void> UdevRulesHandler::CleanUpClaims(io::Reactor& reactor) {
+  // As udevd once its last worker is gone: no event of this stage is in flight (one that starts
+  // meanwhile waits for the lock in its job).
+  claims_to_clean_ = false;
+  auto job = [world = world_]() -> absl::StatusOr<size_t> {
+    std::unique_lock<std::shared_mutex> alone(*world->claims_mutex, std::try_to_lock);
+    if (!alone.owns_lock()) return absl::UnavailableError("claims in use");
+    return CleanUpLinkClaims(world->database.fd());
+  };
+  const absl::StatusOr<size_t> cleaned = co_await pool_->Run(reactor, std::move(job));
+  const absl::Status& status = cleaned.status();
+  if (absl::IsUnavailable(status)) {
+    claims_to_clean_ = true;  // the next idle moment
+  } else if (!status.ok()) {
+    LogWarning("udevrules: cleaning up %s/links: %s", options_.run_dir, status.message());
+  }
 }
 
 Task<void> UdevRulesHandler::RunList(io::Reactor& reactor, const Event& event, const std::vector<RunEntry>& run,

@@ -113,6 +113,8 @@ class UdevRulesHandler final : public Handler {
                      const std::vector<std::string>& env, MonoTime deadline);
   Task<void> RunBuiltin(io::Reactor& reactor, const Event& event, const RunEntry& entry,
                         const std::vector<std::string>& env);
+  // udevd's cleanup of /run/udev/links once idle: the ".lock" files and empty claim directories.
+  Task<void> CleanUpClaims(io::Reactor& reactor);
 
   Options options_;
   UdevConf conf_;
@@ -128,6 +130,7 @@ class UdevRulesHandler final : public Handler {
   Counters counters_;
   // What each running event waits for (the daemon keeps running events at stable addresses).
   absl::flat_hash_map<const Event*, std::string> waiting_;
+  bool claims_to_clean_ = false;  // an event used a claim directory since the last cleanup
 };
 
 }  // namespace hotring::hotplug::udevrules

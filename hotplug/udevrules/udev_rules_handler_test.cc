@@ -196,6 +196,10 @@ TEST_F(UdevRulesHandlerTest, NodeOwnerModeLinksDatabaseAndAnnouncement) {
   // The claims, as udevd 252 writes them.
   EXPECT_EQ(Readlink(Run("links/modem/c188:0")), "0:/dev/ttyUSB0");
   EXPECT_EQ(Readlink(Run("links/gps\\x2fprimary/c188:0")), "0:/dev/ttyUSB0");
+  // Idle again: the claim directories keep their claims but not their locks (udevd 252.39's
+  // udev_node_cleanup, as its /run/udev showed in the guest comparison).
+  EXPECT_FALSE(Exists(Run("links/modem/.lock")));
+  EXPECT_FALSE(Exists(Run("links/gps\\x2fprimary/.lock")));
   EXPECT_EQ(WithoutInit(ReadFile(Run("data/c188:0"))),
             "S:modem\nS:gps/primary\nE:ID_BOARD_ROLE=modem\nG:board\nQ:board\nV:1\n");
   EXPECT_THAT(ReadFile(Run("data/c188:0")), HasSubstr("\nI:"));
@@ -258,6 +262,7 @@ TEST_F(UdevRulesHandlerTest, TwoDevicesClaimOneLink) {
   EXPECT_EQ(Readlink(Dev("gps")), "ttyUSB0");
   Handle(TtyEvent("remove", "ttyUSB0", 0, 7));
   EXPECT_FALSE(Exists(Dev("gps")));
+  EXPECT_FALSE(Exists(Run("links/gps"))) << "a claim directory left empty goes once idle";
   EXPECT_EQ(Counter("udevrules_links_removed"), 1u);
 }
 
@@ -407,6 +412,67 @@ TEST_F(UdevRulesHandlerTest, NetworkNameGoesIntoTheDevice) {
   EXPECT_EQ(announced[0].at("DEVPATH"), "/devices/virtual/net/lan0");
   EXPECT_EQ(Counter("udevrules_renamed"), 1u);
   EXPECT_TRUE(Exists(Run("data/n7")));
+}
+
+// A disk's own by-diskseq link is made and removed directly: no claim directory, as udevd
+// 252.39 in the guest comparison (by-diskseq/12 of vda there); its by-path link has one.
+TEST_F(UdevRulesHandlerTest, ADisksOwnDiskseqLinkHasNoClaim) {
+  Rules("60-persistent-storage.rules",
+        "ENV{DISKSEQ}==\"?*\", ENV{DEVTYPE}!=\"partition\", SYMLINK+=\"disk/by-diskseq/$env{DISKSEQ}\"\n"
+        "ENV{DISKSEQ}==\"?*\", SYMLINK+=\"disk/by-path/virtio-pci-0000:00:07.0\"\n");
+  const std::string path = "/devices/pci0000:00/0000:00:07.0/virtio2/block/vda";
+  const std::vector<std::pair<std::string, std::string>> uevent = {
+      {"MAJOR", "254"}, {"MINOR", "0"}, {"DEVNAME", "vda"}, {"DEVTYPE", "disk"}, {"DISKSEQ", "12"}};
+  ASSERT_TRUE(sys_->AddDevice({.devpath = path, .subsystem = "block", .uevent = uevent}).ok());
+  ASSERT_EQ(::mknod(Dev("vda").c_str(), S_IFBLK | 0660, makedev(254, 0)), 0);
+  MakeHandler();
+  absl::StatusOr<Event> add = testing::MakeUevent("add", path, "block", 1, uevent);
+  ASSERT_TRUE(add.ok());
+  Handle(*add);
+  EXPECT_EQ(Readlink(Dev("disk/by-diskseq/12")), "../../vda");
+  EXPECT_FALSE(Exists(Run("links/disk\\x2fby-diskseq\\x2f12")));
+  EXPECT_EQ(Readlink(Dev("disk/by-path/virtio-pci-0000:00:07.0")), "../../vda");
+  EXPECT_EQ(Readlink(Run("links/disk\\x2fby-path\\x2fvirtio-pci-0000:00:07.0/b254:0")), "0:/dev/vda");
+  EXPECT_THAT(ReadFile(Run("data/b254:0")), HasSubstr("S:disk/by-diskseq/12\n"));
+  absl::StatusOr<Event> remove = testing::MakeUevent("remove", path, "block", 2, uevent);
+  ASSERT_TRUE(remove.ok());
+  Handle(*remove);
+  EXPECT_FALSE(Exists(Dev("disk/by-diskseq/12")));
+  EXPECT_FALSE(Exists(Dev("disk")));
+  EXPECT_FALSE(Exists(Run("links/disk\\x2fby-diskseq\\x2f12")));
+  EXPECT_FALSE(Exists(Run("links/disk\\x2fby-path\\x2fvirtio-pci-0000:00:07.0")));
+}
+
+// The kernel's `move` of a renamed interface starts from the uevent: 99-systemd.rules'
+// SYSTEMD_ALIAS+= gives the alias once, as systemd-udevd 252 did for ens3 and ens4 in the guest
+// comparison (guest_compare.sh --rules: "SYSTEMD_ALIAS=/sys/subsystem/net/devices/ens3"), not
+// appended to the value the add event stored. The tags of the add stay in G: (TAGS).
+TEST_F(UdevRulesHandlerTest, AMoveStartsFromTheUeventNotFromTheDatabase) {
+  Rules("99-systemd.rules",
+        "SUBSYSTEM==\"net\", KERNEL!=\"lo\", TAG+=\"systemd\", "
+        "ENV{SYSTEMD_ALIAS}+=\"/sys/subsystem/net/devices/$name\"\n"
+        "SUBSYSTEM==\"net\", ACTION==\"add\", TAG+=\"on-add\"\n");
+  const std::string path = "/devices/pci0000:00/0000:00:03.0/net/ens3";
+  ASSERT_TRUE(sys_->AddDevice({.devpath = path,
+                               .subsystem = "net",
+                               .uevent = {{"INTERFACE", "ens3"}, {"IFINDEX", "2"}}}).ok());
+  MakeHandler();
+  absl::StatusOr<Event> add = testing::MakeUevent("add", path, "net", 1, {{"INTERFACE", "ens3"}, {"IFINDEX", "2"}});
+  ASSERT_TRUE(add.ok());
+  Handle(*add);
+  EXPECT_EQ(WithoutInit(ReadFile(Run("data/n2"))),
+            "E:SYSTEMD_ALIAS=/sys/subsystem/net/devices/ens3\nG:systemd\nG:on-add\nQ:systemd\nQ:on-add\nV:1\n");
+  absl::StatusOr<Event> move = testing::MakeUevent(
+      "move", path, "net", 2,
+      {{"DEVPATH_OLD", "/devices/pci0000:00/0000:00:03.0/net/eth0"}, {"INTERFACE", "ens3"}, {"IFINDEX", "2"}});
+  ASSERT_TRUE(move.ok());
+  Handle(*move);
+  EXPECT_EQ(WithoutInit(ReadFile(Run("data/n2"))),
+            "E:SYSTEMD_ALIAS=/sys/subsystem/net/devices/ens3\nG:systemd\nG:on-add\nQ:systemd\nV:1\n");
+  const auto announced = Announcements();
+  ASSERT_EQ(announced.size(), 2u);
+  EXPECT_EQ(announced[1].at("ACTION"), "move");
+  EXPECT_EQ(announced[1].at("SYSTEMD_ALIAS"), "/sys/subsystem/net/devices/ens3");
 }
 
 // IMPORT{builtin} runs udev's builtins by name: path_id answers from sysfs; hwdb without a

@@ -12,18 +12,20 @@
 # disk's /sbin/init (mkdisk.sh --report-root) reports once the root is mounted.
 #
 #   mkimage_debian.sh --out IMAGE [--hotring BIN] [--kernel-version V] [--base MKINITRAMFS_IMAGE]
-#                     [--input]
+#                     [--input] [--overlay DIR]...
 #
 # --input: the image gets what input devices need in an initramfs, as a user adds it
 # (initramfs-tools leaves both out): the evdev driver (with the image's module indexes remade by
 # depmod) and udev's 60-input-id.rules and 60-persistent-input.rules. An archive appended to the
 # base image, before hotring's.
+# --overlay DIR: the tree DIR as one more archive (owned by root), after --input's and before
+# hotring's, in the order given: what a test adds to both images alike (rules, hwdb.bin, tools).
 # Without --base it runs `mkinitramfs -o` into a temporary file (the machine's /boot is not
 # touched). Needs initramfs-tools and udev (installed on demand, udev without being started).
 set -eu
 # Bazel's strict action environment leaves out the sbin directories (mkinitramfs, depmod).
 export PATH="$PATH:/usr/sbin:/sbin"
-out="" hotring="" version="" base="" input=0
+out="" hotring="" version="" base="" input=0 overlays=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -31,6 +33,8 @@ while [ $# -gt 0 ]; do
     --kernel-version) version=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --input) input=1; shift ;;
+    --overlay) [ -d "$2" ] || { echo "mkimage_debian.sh: --overlay $2: not a directory" >&2; exit 2; }
+      overlays="$overlays $(cd "$2" && pwd)"; shift 2 ;;
     *) echo "mkimage_debian.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,13 @@ if [ "$input" = 1 ]; then
   cat "$base" "$work/input.img" >"$work/with-input.img"
   base="$work/with-input.img"
 fi
+n=0
+for dir in $overlays; do
+  n=$((n + 1))
+  ( cd "$dir" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/overlay$n.img"
+  cat "$base" "$work/overlay$n.img" >"$work/with-overlay$n.img"
+  base="$work/with-overlay$n.img"
+done
 if [ -z "$hotring" ]; then
   cp "$base" "$out"
   exit 0

@@ -15,19 +15,31 @@
 # the differences in the properties issue 17 names and in the links, and compares libinput's
 # view; exit status 0 when nothing differs but what docs/udev-compat.md explains.
 #
-#   guest_compare.sh [--hotring BIN] [--keep DIR] [--base MKINITRAMFS_IMAGE] [--smp N]
+# --rules: both guests run Debian's initramfs (testing/initramfs/mkimage_debian.sh), one with
+# systemd-udevd and one with hotring's drop-in (`mkimage_debian.sh --hotring`), and both get
+# this machine's whole udev setup from the same overlay: every file of /lib/udev/rules.d and
+# /etc/udev/rules.d, hwdb.bin, the programs in /lib/udev the rules call (ata_id, scsi_id,
+# cdrom_id, ...: with their libraries), /etc/passwd and /etc/group, and initramfs-tools' udev
+# script with `--resolve-names=early` (udevd's default; --resolve-names WHEN, `never` as
+# initramfs-tools has it) so that OWNER and GROUP names resolve. compare_guest.py --full then
+# compares every property, link, link priority, tag, node owner/group/mode and network
+# interface name of every device (docs/udev-rules.md, "Compared with systemd-udevd in a qemu
+# guest").
+#
+#   guest_compare.sh [--rules [--resolve-names early|late|never]] [--hotring BIN] [--keep DIR]
+#                    [--base MKINITRAMFS_IMAGE] [--smp N]
 #                    [--timeout S (default 900)] [--parallel (both guests at once)]
 # BIN: a static hotring (default bazel-bin/hotring). --base reuses an initramfs-tools image
 # made by an earlier run (DIR/udev-base.img: it must have evdev and virtio_gpu) instead of running mkinitramfs. The dumps and consoles stay in
 # --keep DIR (default: a temporary directory, removed; under `bazel test` the dumps, consoles and
 # compare.txt go to the test's outputs). Minutes of TCG: run it alone.
 # Needs (Debian): qemu-system-x86, busybox-static, initramfs-tools, udev, libinput-tools, gdisk,
-# dosfstools, e2fsprogs, cpio, zstd, python3.
+# dosfstools, e2fsprogs, cpio, zstd, python3 (and iproute2 for the alternative names).
 set -eu
 export PATH="$PATH:/usr/sbin:/sbin"
 here=$(cd "$(dirname "$0")" && pwd)
 initramfs="$here/../initramfs"
-hotring="" keep="" base="" smp=1 timeout=900 parallel=0 outputs=""
+hotring="" keep="" base="" smp=1 timeout=900 parallel=0 outputs="" mode=fallback resolve=early
 while [ $# -gt 0 ]; do
   case "$1" in
     --hotring) hotring=$2; shift 2 ;;
@@ -36,6 +48,8 @@ while [ $# -gt 0 ]; do
     --smp) smp=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --parallel) parallel=1; shift ;;
+    --rules) mode=rules; shift ;;
+    --resolve-names) resolve=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "guest_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -76,24 +90,34 @@ tools="$work/tools"
 rm -rf "$tools"; mkdir -p "$tools"
 . "$initramfs/copy_program.sh"
 copy_program "$tools" usr /bin/udevadm /usr/libexec/libinput/libinput-list-devices
+# iproute2's ip shows the interfaces' alternative names (busybox's does not).
+if [ -x /bin/ip ]; then copy_program "$tools" usr /bin/ip; fi
 copy_file_to "$tools" usr /usr/bin/libinput
+# Debian's udevadm where hotring's drop-in takes /usr/bin/udevadm: guest_dump.sh reads the
+# database and monitors with it in both guests (GUEST_UDEVADM).
+mkdir -p "$tools/usr/lib/guest"
+cp /bin/udevadm "$tools/usr/lib/guest/udevadm"
 mkdir -p "$tools/usr/share"
 cp -r /usr/share/libinput /usr/share/libwacom "$tools/usr/share/"
 cp "$here/guest_dump.sh" "$tools/guest_dump.sh"
 ( cd "$tools" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/tools.img"
 
-# --- hotring's image: /init is init_hotring.sh; /lib64 -> usr/lib64 for the loader.
-sh "$initramfs/mkimage.sh" --hotring "$hotring" --out "$work/hotring-base.img" \
-  --kernel-version "$version" --with-shell --init "$here/init_hotring.sh" \
-  --add "$hotring=/bin/hotring" --mdev-conf "$initramfs/mdev.conf" --add-modules evdev,virtio_gpu
-mkdir -p "$work/hotring-extra"
-ln -sfn usr/lib64 "$work/hotring-extra/lib64"
-( cd "$work/hotring-extra" && echo lib64 | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/hotring-extra.img"
-cat "$work/hotring-base.img" "$work/hotring-extra.img" "$work/tools.img" >"$work/hotring.img"
+# --- hotring's image (not with --rules): /init is init_hotring.sh; /lib64 -> usr/lib64 for the
+# loader.
+if [ "$mode" = fallback ]; then
+  sh "$initramfs/mkimage.sh" --hotring "$hotring" --out "$work/hotring-base.img" \
+    --kernel-version "$version" --with-shell --init "$here/init_hotring.sh" \
+    --add "$hotring=/bin/hotring" --mdev-conf "$initramfs/mdev.conf" --add-modules evdev,virtio_gpu
+  mkdir -p "$work/hotring-extra"
+  ln -sfn usr/lib64 "$work/hotring-extra/lib64"
+  ( cd "$work/hotring-extra" && echo lib64 | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/hotring-extra.img"
+  cat "$work/hotring-base.img" "$work/hotring-extra.img" "$work/tools.img" >"$work/hotring.img"
+fi
 
 # --- Debian's image: mkinitramfs (or --base) with evdev added as a user adds a module
 # (initramfs-tools leaves the input event driver out; udevd loads it from MODALIAS), then an
-# overlay with the input rules and an init-top script after udev's that dumps and powers off.
+# overlay with the input rules (--rules: the whole udev setup) and an init-top script after
+# udev's that dumps and powers off; with --rules, the same again with hotring's drop-in.
 if [ -z "$base" ]; then
   base="$work/udev-base.img"
   rm -rf "$work/conf"
@@ -106,15 +130,42 @@ mkdir -p "$work/x" "$work/overlay/scripts/init-top" "$work/overlay/usr/lib/udev/
 unmkinitramfs "$base" "$work/x" >/dev/null
 main="$work/x"
 [ -d "$work/x/main" ] && main="$work/x/main"
-cp /lib/udev/rules.d/60-input-id.rules /lib/udev/rules.d/60-persistent-input.rules \
-  /lib/udev/rules.d/70-uaccess.rules /lib/udev/rules.d/73-seat-late.rules \
-  "$work/overlay/usr/lib/udev/rules.d/"
 cp "$here/udev-init-top.sh" "$work/overlay/scripts/init-top/zz_dump"
 chmod 755 "$work/overlay/scripts/init-top/zz_dump"
 cp "$main/scripts/init-top/ORDER" "$work/overlay/scripts/init-top/ORDER"
 printf '/scripts/init-top/zz_dump "$@"\n' >>"$work/overlay/scripts/init-top/ORDER"
-( cd "$work/overlay" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/overlay.img"
-cat "$base" "$work/overlay.img" "$work/tools.img" >"$work/udev.img"
+if [ "$mode" = rules ]; then
+  # This machine's whole udev setup, the same in both images.
+  o="$work/overlay"
+  cp -a /lib/udev/rules.d/. "$o/usr/lib/udev/rules.d/"
+  if [ -n "$(ls /etc/udev/rules.d 2>/dev/null)" ]; then
+    mkdir -p "$o/etc/udev/rules.d"; cp -a /etc/udev/rules.d/. "$o/etc/udev/rules.d/"
+  fi
+  [ ! -e /lib/udev/hwdb.bin ] || cp /lib/udev/hwdb.bin "$o/usr/lib/udev/hwdb.bin"
+  [ ! -e /etc/udev/hwdb.bin ] || { mkdir -p "$o/etc/udev"; cp /etc/udev/hwdb.bin "$o/etc/udev/hwdb.bin"; }
+  # The programs beside the rules (ata_id, scsi_id, cdrom_id, ..., and scripts).
+  for p in /lib/udev/*; do
+    if [ -f "$p" ] && [ -x "$p" ]; then copy_program "$o" usr "$p"; fi
+  done
+  mkdir -p "$o/etc"
+  cp /etc/passwd /etc/group "$o/etc/"
+  # initramfs-tools starts udevd with --resolve-names=never: OWNER/GROUP names would be
+  # ignored by both daemons.
+  sed "s/--resolve-names=never/--resolve-names=$resolve/" "$main/scripts/init-top/udev" \
+    >"$o/scripts/init-top/udev"
+  chmod 755 "$o/scripts/init-top/udev"
+  grep -q -- "--resolve-names=$resolve" "$o/scripts/init-top/udev" || {
+    echo "guest_compare.sh: initramfs-tools' init-top/udev has no --resolve-names=never" >&2; exit 1; }
+  sh "$initramfs/mkimage_debian.sh" --base "$base" --overlay "$o" --overlay "$tools" --out "$work/udev.img"
+  sh "$initramfs/mkimage_debian.sh" --base "$base" --overlay "$o" --overlay "$tools" \
+    --hotring "$hotring" --out "$work/hotring.img"
+else
+  cp /lib/udev/rules.d/60-input-id.rules /lib/udev/rules.d/60-persistent-input.rules \
+    /lib/udev/rules.d/70-uaccess.rules /lib/udev/rules.d/73-seat-late.rules \
+    "$work/overlay/usr/lib/udev/rules.d/"
+  ( cd "$work/overlay" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 ) | gzip -1 >"$work/overlay.img"
+  cat "$base" "$work/overlay.img" "$work/tools.img" >"$work/udev.img"
+fi
 
 # --- the two boots (one after the other unless --parallel: the machine is shared).
 qargs="-device usb-mouse,bus=xhci.0 -device usb-tablet,bus=xhci.0 -device virtio-gpu-pci"
@@ -141,7 +192,9 @@ for image in udev hotring; do
   }
 done
 status=0
-python3 "$here/compare_guest.py" "$work/udev.txt" "$work/hotring.txt" >"$work/compare.txt" || status=$?
+full=""
+[ "$mode" = fallback ] || full=--full
+python3 "$here/compare_guest.py" $full "$work/udev.txt" "$work/hotring.txt" >"$work/compare.txt" || status=$?
 cat "$work/compare.txt"
 # Under bazel test: the dumps, consoles and comparison (not the images) with the outputs.
 [ -z "$outputs" ] || cp "$work"/*.txt "$work"/*.console "$outputs/"

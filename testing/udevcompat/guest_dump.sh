@@ -4,6 +4,12 @@
 # apart from the kernel's console) what libudev's consumers see:
 #   === export-db    `udevadm info --export-db` (Debian's udevadm reads /run/udev/data)
 #   === links        every symlink under /dev/disk and /dev/input: "L: LINK -> NODE"
+#   === devlinks     every symlink under /dev: "L: LINK -> TARGET"
+#   === nodes        every device node under /dev: "F: NODE c|b MAJ:MIN UID GID MODE"
+#   === run-udev     every file, directory and symlink under /run/udev: "R: PATH d|f|l [TARGET]"
+#                    (the tag index, link claims, watches, static node tags, ...)
+#   === net          each network interface: "N: NAME DEVPATH address=... name_assign_type=...
+#                    addr_assign_type=..." and `ip -o link` (its alternative names)
 #   === sysfs        each input device's name, id/ and capabilities/, each USB device's and
 #                    interface's ids, strings and descriptors (hex) (the unit tests' data)
 #   === libinput     `libinput list-devices` (Debian's libinput-tools, through libudev)
@@ -14,12 +20,15 @@
 #   === end
 #
 #   guest_dump.sh SETTLE_COMMAND...     e.g. guest_dump.sh udevadm settle
+# $GUEST_UDEVADM (default: udevadm on PATH) reads the database and monitors: Debian's udevadm
+# where the image's own udevadm is hotring's.
 # The expected devices: three USB input devices (keyboard, mouse, tablet), the PS/2 mouse
 # (psmouse on serio1) and the two partitions of the virtio disk; at most 240 s for them.
 bb=/bin/busybox
 # A tty on stdout would start a pager.
 export SYSTEMD_PAGER=cat PAGER=cat SYSTEMD_COLORS=0
 out=/dev/ttyS1
+udevadm=${GUEST_UDEVADM:-udevadm}
 have() {
   usb=0 ps2=0
   for i in /sys/class/input/input*; do
@@ -41,11 +50,35 @@ done
 "$@"
 {
   echo "=== export-db"
-  udevadm info --export-db | $bb cat
+  $udevadm info --export-db | $bb cat
   echo "=== links"
   for l in $($bb find /dev/disk /dev/input -type l 2>/dev/null | $bb sort); do
     echo "L: $l -> $($bb readlink -f "$l")"
   done
+  echo "=== devlinks"
+  for l in $($bb find /dev -type l 2>/dev/null | $bb sort); do
+    echo "L: $l -> $($bb readlink "$l")"
+  done
+  echo "=== nodes"
+  for n in $($bb find /dev \( -type c -o -type b \) 2>/dev/null | $bb sort); do
+    t=c; [ -b "$n" ] && t=b
+    echo "F: $n $t $($bb stat -c '%t:%T %u %g %a' "$n")"
+  done
+  echo "=== run-udev"
+  for f in $($bb find /run/udev 2>/dev/null | $bb sort); do
+    # printf: a claim's name holds backslashes (disk\x2fby-uuid\x2f...)
+    if [ -L "$f" ]; then printf 'R: %s l %s\n' "$f" "$($bb readlink "$f")"
+    elif [ -d "$f" ]; then printf 'R: %s d\n' "$f"
+    else printf 'R: %s f\n' "$f"; fi
+  done
+  echo "=== net"
+  for n in /sys/class/net/*; do
+    [ -e "$n" ] || continue
+    echo "N: ${n##*/} $($bb readlink -f "$n" | $bb sed 's|^/sys||') address=$($bb cat "$n/address")" \
+      "name_assign_type=$($bb cat "$n/name_assign_type" 2>/dev/null)" \
+      "addr_assign_type=$($bb cat "$n/addr_assign_type" 2>/dev/null)"
+  done
+  ip -o link show 2>&1 | $bb sed 's/^/I: /'
   echo "=== sysfs"
   for i in /sys/class/input/input*; do
     [ -e "$i" ] || continue
@@ -69,10 +102,10 @@ done
   # A libudev-format monitor (Debian's udevadm, sd-device's monitor with an in-kernel filter
   # for block) receives the device manager's announcement of a `change` of vda1.
   echo "=== monitor"
-  udevadm monitor --udev --property --subsystem-match=block >/run/monitor.txt 2>&1 &
+  $udevadm monitor --udev --property --subsystem-match=block >/run/monitor.txt 2>&1 &
   mon=$!
   # The same change events through the tag bloom filter: only seat-tagged devices pass.
-  udevadm monitor --udev --property --tag-match=seat >/run/monitor-seat.txt 2>&1 &
+  $udevadm monitor --udev --property --tag-match=seat >/run/monitor-seat.txt 2>&1 &
   mon_seat=$!
   $bb sleep 2
   $GUEST_TRIGGER_CHANGE
