@@ -200,7 +200,9 @@ class Daemon final : private EventFlow, private StepRecorder {
   std::unique_ptr<io::Reactor> reactor_;
   std::optional<io::SignalFd> signals_;
   UniqueFd rebroadcast_fd_;
-  IdleMemory idle_memory_ = IdleMemory::ForThisProgram();
+  // Found at the first idle release: a start reads no /proc/self/maps it may never need.
+  std::optional<IdleMemory> idle_memory_;
+  bool text_releasable_ = false;  // the first release's madvise of the text worked
 
   Reorderer reorderer_;
   Scheduler scheduler_;
