@@ -161,8 +161,9 @@ absl::string_view DeviceProperties::Packed() const {
 }
 
 size_t DeviceProperties::bytes() const {
+  if (packed_ == nullptr) return 0;
   const absl::string_view packed = Packed();
-  return packed_ == nullptr ? 0 : static_cast<size_t>(packed.data() - packed_.get()) + packed.size();
+  return static_cast<size_t>(packed.data() - packed_.get()) + packed.size();
 }
 
 absl::string_view DeviceProperties::Piece(size_t n) const {
