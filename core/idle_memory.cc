@@ -61,7 +61,13 @@ IdleMemory IdleMemory::ForThisProgram() {
 }
 
 size_t IdleMemory::Release() const {
-  (void)::malloc_trim(0);
+  TrimHeap();
+  return ReleaseText();
+}
+
+void IdleMemory::TrimHeap() const { (void)::malloc_trim(0); }
+
+size_t IdleMemory::ReleaseText() const {
   size_t released = 0;
   for (const AddressRange& r : text_) {
     if (::madvise(reinterpret_cast<void*>(r.start), r.end - r.start, MADV_DONTNEED) != 0) {

@@ -20,6 +20,16 @@ struct AddressRange {
   bool operator==(const AddressRange& other) const = default;
 };
 
+// Gives back the storage of an empty container that a burst grew (erasing never shrinks a
+// hash table, clear() never shrinks a vector): true when it was empty; a non-empty one is
+// left alone.
+template <typename Container>
+bool ReleaseIfEmpty(Container& container) {
+  if (!container.empty()) return false;
+  Container().swap(container);
+  return true;
+}
+
 // The executable, private, read-only mappings (`r-xp`) of the file with this device
 // (major:minor) and inode in a /proc/PID/maps text. Pure: the text and the identity are given.
 [[nodiscard]] std::vector<AddressRange> ExecutableMappingsOf(absl::string_view maps,
@@ -44,6 +54,10 @@ class IdleMemory {
   // Gives back free heap memory and the program text's mappings. Returns the text bytes
   // whose mappings were dropped (resident or not).
   size_t Release() const;
+  // The two halves of Release: free heap memory (malloc_trim), and the text's mappings
+  // (the bytes dropped; 0 when madvise refused every range).
+  void TrimHeap() const;
+  size_t ReleaseText() const;
 
   [[nodiscard]] const std::vector<AddressRange>& text() const { return text_; }
 

@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -13,6 +16,29 @@
 
 namespace hotring {
 namespace {
+
+TEST(ReleaseIfEmptyTest, GivesBackWhatADrainedContainerKept) {
+  absl::flat_hash_map<uint64_t, uint64_t> table;
+  std::vector<std::string> list;
+  for (uint64_t i = 0; i < 5000; ++i) {
+    table.emplace(i, i);
+    list.push_back("x");
+  }
+  EXPECT_FALSE(ReleaseIfEmpty(table));  // not empty: kept as it is
+  EXPECT_FALSE(ReleaseIfEmpty(list));
+  EXPECT_EQ(table.size(), 5000u);
+  EXPECT_EQ(list.size(), 5000u);
+  for (uint64_t i = 0; i < 5000; ++i) table.erase(i);
+  list.clear();
+  EXPECT_GE(table.capacity(), 5000u);  // drained, but the room stays
+  EXPECT_GE(list.capacity(), 5000u);
+  EXPECT_TRUE(ReleaseIfEmpty(table));
+  EXPECT_TRUE(ReleaseIfEmpty(list));
+  EXPECT_EQ(table.capacity(), 0u);
+  EXPECT_EQ(list.capacity(), 0u);
+  table.emplace(1, 2);  // and usable again
+  EXPECT_EQ(table.at(1), 2u);
+}
 
 TEST(ExecutableMappingsOfTest, KeepsOnlyTheFilesExecutablePrivateMappings) {
   const std::string maps =

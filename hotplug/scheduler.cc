@@ -132,6 +132,17 @@ void Scheduler::MaybeSweep() {
   }
 }
 
+bool Scheduler::ReleaseIdleMemory() {
+  if (!entries_.empty()) return false;
+  // Nothing is live, so every node is dead and no entry points at one.
+  root_ = std::make_unique<Node>();
+  nodes_ = 0;
+  live_nodes_ = 0;
+  entries_ = {};
+  ready_ = {};
+  return true;
+}
+
 std::vector<uint64_t> Scheduler::TakeRunnable() {
   std::vector<uint64_t> start;
   TakeRunnable(start);

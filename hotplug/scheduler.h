@@ -84,6 +84,14 @@ class Scheduler {
   // DEVPATH components held in the trie, live and dead (bounded; see the cost note above).
   [[nodiscard]] size_t trie_nodes() const { return nodes_; }
 
+  // Slots the live-event table has room for: a burst grows it, and only an idle release
+  // shrinks it.
+  [[nodiscard]] size_t entry_capacity() const { return entries_.capacity(); }
+
+  // When idle (no live event), frees what a burst left: the trie's lingering dead nodes and
+  // the event table's room. False (and nothing changes) while an event is live.
+  bool ReleaseIdleMemory();
+
   [[nodiscard]] size_t children_max() const { return children_max_; }
   void set_children_max(size_t children_max) { children_max_ = children_max; }
 

@@ -293,6 +293,37 @@ TEST(SchedulerTest, DistinctPathsOneAtATimeKeepTheTrieBounded) {
   EXPECT_THAT(s.TakeRunnable(), ElementsAre(parent));
 }
 
+// A burst grows the event table and leaves dead trie nodes; once idle they are given back,
+// and scheduling after that is as exact as before.
+TEST(SchedulerTest, IdleReleaseFreesWhatABurstLeft) {
+  Scheduler s(10000);
+  for (int i = 0; i < 5000; ++i) (void)s.Enqueue(absl::StrCat("/devices/b", i % 7, "/dev", i));
+  const std::vector<uint64_t> burst = s.TakeRunnable();
+  ASSERT_EQ(burst.size(), 5000u);
+  EXPECT_FALSE(s.ReleaseIdleMemory());  // events are live: nothing changes
+  EXPECT_GE(s.entry_capacity(), 5000u);
+  for (const uint64_t id : burst) ASSERT_TRUE(s.Finish(id).ok());
+  // A last device leaves its path's nodes behind, dead (too few to sweep).
+  const uint64_t last = s.Enqueue("/devices/x/y/z");
+  ASSERT_THAT(s.TakeRunnable(), ElementsAre(last));
+  ASSERT_TRUE(s.Finish(last).ok());
+  ASSERT_TRUE(s.idle());
+  EXPECT_GE(s.trie_nodes(), 3u);
+  EXPECT_GE(s.entry_capacity(), 5000u);  // erasing never shrinks the table
+
+  EXPECT_TRUE(s.ReleaseIdleMemory());
+  EXPECT_EQ(s.trie_nodes(), 0u);
+  EXPECT_EQ(s.entry_capacity(), 0u);
+  // As exact as before: a parent waits for its live child, a sibling does not.
+  s.set_children_max(8);
+  const uint64_t child = s.Enqueue("/devices/b3/dev7");
+  const uint64_t parent = s.Enqueue("/devices/b3");
+  const uint64_t sibling = s.Enqueue("/devices/b4");
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(child, sibling));
+  ASSERT_TRUE(s.Finish(child).ok());
+  EXPECT_THAT(s.TakeRunnable(), ElementsAre(parent));
+}
+
 // 100,000 queued events: measures, asserts only correctness. Prints the CPU time per event so
 // a quadratic regression is visible in the test log.
 struct LoadResult {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
@@ -45,6 +46,46 @@ absl::string_view DevpathOf(absl::string_view text) {
   const size_t first = text.find(' ');
   const size_t second = text.find(' ', first + 1);
   return second == absl::string_view::npos ? absl::string_view() : text.substr(second + 1);
+}
+
+void PutNumber(std::deque<char>& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+using KeptIterator = std::deque<char>::const_iterator;
+
+uint64_t GetNumber(KeptIterator& at) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(*at++);
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return v;
+}
+
+// Unpacks the kept record at `at` (into `r`, its text reused) and moves `at` past it.
+void Unpack(KeptIterator& at, TimelineRecord& r) {
+  r.kind = static_cast<Kind>(*at++);
+  r.t_us = static_cast<int64_t>(GetNumber(at));
+  r.a = GetNumber(at);
+  r.b = GetNumber(at);
+  const size_t length = GetNumber(at);
+  r.text.assign(at, at + static_cast<std::ptrdiff_t>(length));
+  at += static_cast<std::ptrdiff_t>(length);
+}
+
+// The bytes of the kept record at `at`.
+size_t PackedSize(KeptIterator at) {
+  const KeptIterator start = at;
+  ++at;
+  for (int i = 0; i < 3; ++i) (void)GetNumber(at);
+  const size_t length = GetNumber(at);
+  return static_cast<size_t>(at - start) + length;
 }
 
 }  // namespace
@@ -103,8 +144,22 @@ void TimelineRecorder::Add(TimelineRecord record) {
     if (buffer_.size() >= kFlushBytes) (void)Flush();
   }
   if (keep_ == 0) return;
-  if (kept_.size() == keep_) kept_.pop_front();
-  kept_.push_back(std::move(record));
+  Keep(record);
+}
+
+void TimelineRecorder::Keep(const TimelineRecord& record) {
+  if (kept_count_ == keep_) {
+    kept_.erase(kept_.begin(),
+                kept_.begin() + static_cast<std::ptrdiff_t>(PackedSize(kept_.begin())));
+    --kept_count_;
+  }
+  kept_.push_back(static_cast<char>(record.kind));
+  PutNumber(kept_, static_cast<uint64_t>(record.t_us));
+  PutNumber(kept_, record.a);
+  PutNumber(kept_, record.b);
+  PutNumber(kept_, record.text.size());
+  kept_.insert(kept_.end(), record.text.begin(), record.text.end());
+  ++kept_count_;
 }
 
 TimelineRecord TimelineRecorder::ReceivedRecord(MonoTime t, const Event& event) const {
@@ -174,14 +229,19 @@ absl::Status TimelineRecorder::Flush() {
 
 uint64_t TimelineRecorder::Lines(uint64_t from, size_t max_bytes, std::vector<std::string>& out,
                                  size_t max_lines, size_t max_line, size_t overhead) const {
-  uint64_t n = std::max(from, first_kept());
+  if (from >= total_) return from;
+  uint64_t n = first_kept();
+  KeptIterator at = kept_.begin();
+  for (; n < from && n < total_; ++n) at += static_cast<std::ptrdiff_t>(PackedSize(at));
   size_t bytes = 0;
   size_t lines = 0;
   std::string text;
+  TimelineRecord record;
   std::vector<absl::string_view> split;
   for (; n < total_; ++n) {
     text.clear();
-    AppendTimelineLines(kept_[n - first_kept()], text);
+    Unpack(at, record);
+    AppendTimelineLines(record, text);
     split.clear();
     size_t need = 0;
     for (absl::string_view rest = text; !rest.empty();) {

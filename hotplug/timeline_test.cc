@@ -73,6 +73,43 @@ TEST(TimelineRecorderTest, KeepsTheLastRecordsAndPagesThem) {
   EXPECT_EQ(lines, (std::vector<std::string>{"S 0", "S 0"}));
 }
 
+// Kept records are packed: every field comes back as it went in (large and negative numbers,
+// texts), the oldest go first, and a record costs its numbers' bytes, not a struct's.
+TEST(TimelineRecorderTest, PackedRecordsComeBackWhole) {
+  const MonoTime t0 = MonoNow();
+  TimelineRecorder recorder(t0, 100);
+  for (uint64_t id = 1; id <= 1000; ++id) recorder.Handled(t0, id, "ok");
+  // Ids 901-1000: the kind, t 0, a 0, b in two bytes, the length, "ok".
+  EXPECT_EQ(recorder.kept_bytes(), 100u * 8);
+  std::vector<std::string> lines;
+  // Records are numbered from 0: record 950 is id 951's.
+  EXPECT_EQ(recorder.Lines(950, 1000, lines, /*max_lines=*/2), 952u);
+  EXPECT_EQ(lines, (std::vector<std::string>{"H 0 951 ok", "H 0 952 ok"}));
+
+  TimelineRecorder wide(t0, 2);
+  wide.Gap(t0 - std::chrono::seconds(1), UINT64_MAX - 1, UINT64_MAX, "gap why");
+  Event e;
+  e.action = "add";
+  e.devpath = "/devices/" + std::string(300, 'd');
+  e.subsystem = "block";
+  e.seqnum = 7;
+  wide.ReceivedAndReleased(t0 + std::chrono::hours(100), 3, e);
+  lines.clear();
+  EXPECT_EQ(wide.Lines(0, 100000, lines), 2u);
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "G -1000000 18446744073709551614 18446744073709551615 gap why",
+                       "R 360000000000 7 add block " + e.devpath,
+                       "L 360000000000 3 7 " + e.devpath}));
+  wide.Started(t0, 4);  // the gap goes
+  lines.clear();
+  EXPECT_EQ(wide.Lines(0, 100000, lines), 3u);
+  EXPECT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines.back(), "S 0 4");
+  lines.clear();
+  EXPECT_EQ(wide.Lines(5, 100000, lines), 5u);  // beyond the last: nothing
+  EXPECT_TRUE(lines.empty());
+}
+
 TEST(TimelineRecorderTest, WritesTheFileWithItsHeader) {
   char path[] = "/tmp/hotring_timeline_XXXXXX";
   const int fd = ::mkstemp(path);

@@ -373,6 +373,14 @@ void Reactor::QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare) {
   io_uring_sqe_set_data64(sqe, kUntrackedUserData);
 }
 
+bool Reactor::QueueMadvise(void* addr, size_t length, int advice) {
+  if (!features_.cqe_skip || length > UINT32_MAX) return false;
+  QueueUntracked([&](io_uring_sqe* sqe) {
+    io_uring_prep_madvise(sqe, addr, static_cast<off_t>(length), advice);
+  });
+  return true;
+}
+
 size_t Reactor::Reap() {
   size_t reaped = 0;
   if (io_uring_cq_has_overflow(&ring_)) ++cq_overflows_;

@@ -170,6 +170,13 @@ class Reactor {
   // buffers of a burst would fill the CQ at the start of the next batching wait and end it
   // before it waited (see RunOnce).
   void QueueUntracked(absl::FunctionRef<void(io_uring_sqe*)> prepare);
+  // Queues madvise(addr, length, advice) as an untracked SQE (IORING_OP_MADVISE): the kernel
+  // runs it on a worker of its own once the next submission goes, while this thread waits,
+  // and posts nothing when it succeeds. False, and nothing queued, without
+  // IOSQE_CQE_SKIP_SUCCESS (a completion would wake the loop: call madvise instead). For
+  // memory given back while idle: code that runs between a madvise and the wait maps its pages
+  // again at once, where none runs after this.
+  bool QueueMadvise(void* addr, size_t length, int advice);
   // Submits what is queued now.
   absl::Status Flush() { return SubmitPending(0); }
 

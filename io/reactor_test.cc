@@ -3,6 +3,7 @@
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -763,6 +764,37 @@ TEST(ReactorTest, UntrackedSqesPostOnlyTheirFailures) {
   // Submitted in order with the NOP and completed inline: the NOP and the one failure.
   EXPECT_EQ(reactor->completions_seen(), 2u);
   EXPECT_EQ(reactor->untracked_failures(), 1u);
+}
+
+// A queued madvise runs once submitted, and posts nothing when it succeeds: an anonymous
+// page written before it reads as zero after (MADV_DONTNEED), and no completion arrives.
+TEST(ReactorTest, QueuedMadviseRunsWithoutACompletion) {
+  auto reactor = MakeReactor();
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* const mem =
+      ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  volatile char* const byte = static_cast<volatile char*>(mem);
+  *byte = 'x';
+  if (!reactor->features().cqe_skip) {
+    EXPECT_FALSE(reactor->QueueMadvise(mem, page, MADV_DONTNEED));  // nothing queued
+    ::munmap(mem, page);
+    GTEST_SKIP() << "no IOSQE_CQE_SKIP_SUCCESS (kernel 5.17)";
+  }
+  ASSERT_TRUE(reactor->QueueMadvise(mem, page, MADV_DONTNEED));
+  EXPECT_EQ(*byte, 'x');  // queued, not submitted
+  ASSERT_TRUE(reactor->Flush().ok());
+  // The kernel may run it on a worker of its own, after the submission returned.
+  const MonoTime deadline = MonoNow() + absl::Seconds(30);
+  while (*byte != 0 && MonoNow() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(*byte, 0);
+  auto nop = [&]() -> Task<absl::Status> { co_return co_await Nop(*reactor); };
+  ASSERT_TRUE(reactor->BlockOn(nop()).ok());
+  EXPECT_EQ(reactor->completions_seen(), 1u);  // the NOP's alone
+  EXPECT_EQ(reactor->untracked_failures(), 0u);
+  ::munmap(mem, page);
 }
 
 TEST(ReactorTest, SignalsArriveThroughTheRing) {

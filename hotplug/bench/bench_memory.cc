@@ -32,6 +32,8 @@ namespace {
 struct Options {
   int64_t events = 100000;
   absl::Duration idle_wait = absl::Seconds(5);
+  // The goal: back within kIdleGoalKib resident this long after the burst settled.
+  absl::Duration idle_after = absl::Seconds(10);
   std::vector<std::string> daemon_args;
   bool mappings = false;
 };
@@ -79,6 +81,14 @@ std::string Row(absl::string_view name, const MemorySample& m) {
                          m.file_kib, m.peak_rss_kib, m.threads);
 }
 
+// The goal for an idle daemon, after start-up and after a burst alike.
+constexpr int64_t kIdleGoalKib = 1024;
+
+std::string SeriesRow(absl::Duration since, const MemorySample& m) {
+  return absl::StrFormat("  %5.1f s %8d %8d %8d %8d\n", absl::ToDoubleSeconds(since), m.vm_rss_kib,
+                         m.rss_anon_kib, m.rss_file_kib, m.rss_shmem_kib);
+}
+
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "hotring bench memory: %s\n", status.ToString().c_str());
   return 1;
@@ -123,6 +133,9 @@ absl::StatusOr<MemorySample> ReadMemory(pid_t pid) {
   }
   for (absl::string_view line : absl::StrSplit(status, '\n')) {
     peak = peak || KibField(line, "VmHWM:", m.peak_rss_kib);
+    (void)(KibField(line, "VmRSS:", m.vm_rss_kib) || KibField(line, "RssAnon:", m.rss_anon_kib) ||
+           KibField(line, "RssFile:", m.rss_file_kib) ||
+           KibField(line, "RssShmem:", m.rss_shmem_kib));
     if (absl::ConsumePrefix(&line, "Threads:")) {
       (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &m.threads);
     }
@@ -141,12 +154,17 @@ int BenchMemoryCommand(const std::vector<std::string>& args) {
       "usage: hotring bench memory [options]\n"
       "A private daemon (--no-netlink, a private socket): its memory when idle after start-up,\n"
       "its peak resident set (VmHWM) over a burst of events sent as fast as the socket takes them\n"
-      "(sendmmsg x64), and its memory once idle again; then checks that every event was handled.");
+      "(sendmmsg x64), and its memory once idle again: VmRSS, RssAnon, RssFile and RssShmem\n"
+      "(/proc/PID/status) every second from the burst's settle on, then the goal (idle within\n"
+      "1 MiB resident --idle-after seconds after the burst); checks that every event was handled.");
   flags.Int("--events", "N", &options.events, 1, 100'000'000,
             "events of the burst (default 100000)")
       .Seconds("--idle-wait", "S", &options.idle_wait,
-               "seconds idle before each idle reading (default 5; the daemon gives memory back "
-               "after 2)")
+               "seconds idle before the reading after start-up (default 5; the daemon gives "
+               "memory back after 2)")
+      .Seconds("--idle-after", "S", &options.idle_after,
+               "seconds of readings after the burst settled; the goal is read at the last "
+               "(default 10)")
       .Strings("--daemon-arg", "ARG", &options.daemon_args,
                "one more argument for the daemon (repeatable)")
       .Bool("--mappings", &options.mappings,
@@ -164,9 +182,18 @@ int BenchMemoryCommand(const std::vector<std::string>& args) {
     if (options.mappings) maps += LargestMappings(daemon.pid(), "idle after start-up");
     HOTRING_RETURN_IF_ERROR(SendBurst(daemon.socket(), options.events));
     HOTRING_RETURN_IF_ERROR(daemon.Settle(absl::Seconds(600)));
+    const absl::Time settled_at = absl::Now();
     HOTRING_ASSIGN_OR_RETURN(const MemorySample settled, ReadMemory(daemon.pid()));
     if (options.mappings) maps += LargestMappings(daemon.pid(), "burst settled");
-    absl::SleepFor(options.idle_wait);
+    // One reading a second while the daemon idles: when it gives memory back, and how much.
+    std::string series = absl::StrFormat("%-10s %8s %8s %8s %8s\n", "  settled+",
+                                         "VmRSS", "RssAnon", "RssFile", "RssShmem");
+    series += SeriesRow(absl::ZeroDuration(), settled);
+    for (int64_t i = 1; absl::Seconds(i) <= options.idle_after; ++i) {
+      absl::SleepFor(settled_at + absl::Seconds(i) - absl::Now());
+      HOTRING_ASSIGN_OR_RETURN(const MemorySample m, ReadMemory(daemon.pid()));
+      series += SeriesRow(absl::Now() - settled_at, m);
+    }
     HOTRING_ASSIGN_OR_RETURN(const MemorySample after, ReadMemory(daemon.pid()));
     if (options.mappings) maps += LargestMappings(daemon.pid(), "idle after the burst");
     HOTRING_ASSIGN_OR_RETURN(const auto counters, daemon.Status());
@@ -183,6 +210,13 @@ int BenchMemoryCommand(const std::vector<std::string>& args) {
     out += Row("idle after start-up", idle);
     out += Row("burst settled", settled);
     out += Row("idle after the burst", after);
+    out += absl::StrCat("after the burst settled (KiB, /proc/PID/status):\n", series);
+    out += absl::StrFormat(
+        "goal: idle within %d KiB resident %s after the burst: %s (%d KiB: %d anonymous, %d "
+        "file, %d shared)\n",
+        kIdleGoalKib, absl::FormatDuration(options.idle_after),
+        after.vm_rss_kib <= kIdleGoalKib ? "met" : "NOT MET", after.vm_rss_kib,
+        after.rss_anon_kib, after.rss_file_kib, after.rss_shmem_kib);
     out += absl::StrFormat(
         "burst: %d events sent, received %d, handled %d, failed %d, dropped %d%s\n",
         options.events, counter("received"), counter("handled"), counter("failed"), dropped,

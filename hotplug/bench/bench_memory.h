@@ -20,6 +20,11 @@ struct MemorySample {
   int64_t file_kib = 0;       // Rss - Anonymous: the binary's pages and io_uring's shared rings
   int64_t peak_rss_kib = 0;   // VmHWM: the highest Rss so far
   int64_t threads = 0;
+  // The same from /proc/PID/status: VmRSS = RssAnon + RssFile + RssShmem (io_uring's rings).
+  int64_t vm_rss_kib = 0;
+  int64_t rss_anon_kib = 0;
+  int64_t rss_file_kib = 0;
+  int64_t rss_shmem_kib = 0;
 };
 
 // Reads the process's memory figures (smaps_rollup: Linux 4.14).

@@ -75,7 +75,7 @@ struct DaemonOptions {
   // `settle --for` and `report`.
   std::string record_timeline;           // --record-timeline FILE; empty: memory only
   // Timeline lines kept for `report` (0: none). 4,096 records are ~1,300 events (R/L, S, H
-  // each), ~350 KiB: a small board's coldplug; --timeline-keep or --record-timeline for more.
+  // each), ~100 KiB: a small board's coldplug; --timeline-keep or --record-timeline for more.
   size_t timeline_keep = 4096;
   size_t handled_devices_max = 4096;     // handled events remembered for `settle --for`
   // io_uring SQ entries (the CQ gets twice as many); 0: the reactor's defaults. Tests make it
@@ -200,7 +200,9 @@ class Daemon final : private EventFlow, private StepRecorder {
   std::unique_ptr<io::Reactor> reactor_;
   std::optional<io::SignalFd> signals_;
   UniqueFd rebroadcast_fd_;
-  IdleMemory idle_memory_ = IdleMemory::ForThisProgram();
+  // Found at the first idle release: a start reads no /proc/self/maps it may never need.
+  std::optional<IdleMemory> idle_memory_;
+  bool text_releasable_ = false;  // the first release's madvise of the text worked
 
   Reorderer reorderer_;
   Scheduler scheduler_;

@@ -1,5 +1,10 @@
 #include "hotplug/daemon/handled_devices.h"
 
+#include <cstring>
+#include <iterator>
+#include <memory>
+
+#include "absl/hash/hash.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -38,6 +43,29 @@ void AppendPiece(std::string& packed, absl::string_view piece) {
   packed.append(piece.data(), piece.size());
 }
 
+// The pieces before the variables, and the variables that say the same.
+constexpr int kFieldCount = 3;
+constexpr absl::string_view kFieldKeys[kFieldCount] = {"DEVPATH", "SUBSYSTEM", "DEVNAME"};
+
+// Variables most uevents carry, packed as a number in place of their name: a key piece whose
+// length field is kKeyCodeBase + the name's index here, with no bytes after it.
+constexpr absl::string_view kCommonKeys[] = {
+    "ACTION", "SEQNUM",   "MAJOR",     "MINOR",   "DEVTYPE", "DISKSEQ", "PARTN", "PARTNAME",
+    "MODALIAS", "DRIVER", "INTERFACE", "IFINDEX", "PRODUCT", "TYPE",    "BUSNUM", "DEVNUM"};
+constexpr size_t kKeyCodeBase = 0xff00;
+
+void AppendKey(std::string& packed, absl::string_view key) {
+  for (size_t i = 0; i < std::size(kCommonKeys); ++i) {
+    if (key != kCommonKeys[i]) continue;
+    const size_t code = kKeyCodeBase + i;
+    packed.push_back(static_cast<char>(code & 0xff));
+    packed.push_back(static_cast<char>(code >> 8));
+    return;
+  }
+  // Below the codes (no uevent has a name of 65,280 bytes).
+  AppendPiece(packed, key.substr(0, kKeyCodeBase - 1));
+}
+
 // Reads the piece at `at` and moves `at` past it; false at the end.
 bool NextPiece(absl::string_view packed, size_t& at, absl::string_view& piece) {
   if (at + 2 > packed.size()) return false;
@@ -45,6 +73,19 @@ bool NextPiece(absl::string_view packed, size_t& at, absl::string_view& piece) {
                         (static_cast<size_t>(static_cast<unsigned char>(packed[at + 1])) << 8);
   piece = packed.substr(at + 2, length);
   at += 2 + length;
+  return true;
+}
+
+// Reads the key at `at` (a name, or a common one's code) and moves `at` past it; false at the
+// end.
+bool NextKey(absl::string_view packed, size_t& at, absl::string_view& key) {
+  if (at + 2 > packed.size()) return false;
+  const size_t length = static_cast<unsigned char>(packed[at]) |
+                        (static_cast<size_t>(static_cast<unsigned char>(packed[at + 1])) << 8);
+  if (length < kKeyCodeBase) return NextPiece(packed, at, key);
+  if (length - kKeyCodeBase >= std::size(kCommonKeys)) return false;
+  key = kCommonKeys[length - kKeyCodeBase];
+  at += 2;
   return true;
 }
 
@@ -66,35 +107,90 @@ std::optional<absl::string_view> PartitionProperty(const HandledDevice& device,
 }  // namespace
 
 DeviceProperties::DeviceProperties(const Event& event) {
-  size_t bytes = 6 + event.devpath.size() + event.subsystem.size() + event.devname.size();
-  for (const auto& [key, value] : event.env) bytes += 4 + key.size() + value.size();
-  packed_.reserve(bytes);
-  AppendPiece(packed_, event.devpath);
-  AppendPiece(packed_, event.subsystem);
-  AppendPiece(packed_, event.devname);
-  for (const auto& [key, value] : event.env) {
-    AppendPiece(packed_, key);
-    AppendPiece(packed_, value);
+  // The first DEVPATH, SUBSYSTEM and DEVNAME variables, when they say what the pieces say,
+  // are only flagged (Get answers them from the pieces).
+  const absl::string_view fields[kFieldCount] = {event.devpath, event.subsystem, event.devname};
+  uint8_t seen = 0;
+  uint8_t elided = 0;
+  std::vector<bool> skip(event.env.size(), false);
+  for (size_t i = 0; i < event.env.size(); ++i) {
+    const auto& [key, value] = event.env[i];
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (key != kFieldKeys[f] || (seen & (1u << f)) != 0) continue;
+      seen |= 1u << f;
+      if (value == fields[f]) {
+        elided |= 1u << f;
+        skip[i] = true;
+      }
+    }
   }
+  size_t bytes = 7 + event.devpath.size() + event.subsystem.size() + event.devname.size();
+  for (size_t i = 0; i < event.env.size(); ++i) {
+    if (!skip[i]) bytes += 4 + event.env[i].first.size() + event.env[i].second.size();
+  }
+  std::string packed;
+  packed.reserve(bytes);
+  packed.push_back(static_cast<char>(elided));
+  for (const absl::string_view field : fields) AppendPiece(packed, field);
+  for (size_t i = 0; i < event.env.size(); ++i) {
+    if (skip[i]) continue;
+    AppendKey(packed, event.env[i].first);
+    AppendPiece(packed, event.env[i].second);
+  }
+  char length[10];
+  size_t length_bytes = 0;
+  for (size_t v = packed.size();; v >>= 7) {
+    length[length_bytes++] = static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+    if (v < 0x80) break;
+  }
+  packed_ = std::make_unique_for_overwrite<char[]>(length_bytes + packed.size());
+  std::memcpy(packed_.get(), length, length_bytes);
+  std::memcpy(packed_.get() + length_bytes, packed.data(), packed.size());
+}
+
+absl::string_view DeviceProperties::Packed() const {
+  if (packed_ == nullptr) return absl::string_view();
+  size_t length = 0;
+  size_t at = 0;
+  for (int shift = 0;; shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(packed_[at++]);
+    length |= static_cast<size_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return absl::string_view(packed_.get() + at, length);
+}
+
+size_t DeviceProperties::bytes() const {
+  if (packed_ == nullptr) return 0;
+  const absl::string_view packed = Packed();
+  return static_cast<size_t>(packed.data() - packed_.get()) + packed.size();
 }
 
 absl::string_view DeviceProperties::Piece(size_t n) const {
-  size_t at = 0;
+  const absl::string_view packed = Packed();
+  size_t at = 1;
   absl::string_view piece;
   for (size_t i = 0; i <= n; ++i) {
-    if (!NextPiece(packed_, at, piece)) return absl::string_view();
+    if (!NextPiece(packed, at, piece)) return absl::string_view();
   }
   return piece;
 }
 
 std::optional<absl::string_view> DeviceProperties::Get(absl::string_view key) const {
-  size_t at = 0;
+  const absl::string_view packed = Packed();
+  if (packed.empty()) return std::nullopt;
+  const uint8_t elided = static_cast<uint8_t>(packed[0]);
+  for (int f = 0; f < kFieldCount; ++f) {
+    // The elided variable was the first of its name: it is the answer.
+    if (key == kFieldKeys[f] && (elided & (1u << f)) != 0) return Piece(static_cast<size_t>(f));
+  }
+  size_t at = 1;
   absl::string_view piece;
-  for (int i = 0; i < 3; ++i) {
-    if (!NextPiece(packed_, at, piece)) return std::nullopt;
+  for (int i = 0; i < kFieldCount; ++i) {
+    if (!NextPiece(packed, at, piece)) return std::nullopt;
   }
   absl::string_view k, v;
-  while (NextPiece(packed_, at, k) && NextPiece(packed_, at, v)) {
+  while (NextKey(packed, at, k) && NextPiece(packed, at, v)) {
     if (k == key) return v;
   }
   return std::nullopt;
@@ -104,8 +200,8 @@ bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
   if (condition.names_partition()) {
     const bool uuid = condition.key == "PARTUUID";
     std::optional<absl::string_view> v = PartitionProperty(device, condition.key);
-    if (!v.has_value() && device.partition != nullptr) {
-      v = uuid ? device.partition->uuid : device.partition->label;
+    if (!v.has_value() && device.probed() && device.probe->partition.has_value()) {
+      v = uuid ? device.probe->partition->uuid : device.probe->partition->label;
     }
     if (!v.has_value() || v->empty()) return false;
     // The kernel compares root=PARTUUID= without regard to case; a label is exact.
@@ -115,8 +211,9 @@ bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
     if (const std::optional<absl::string_view> v = FsProperty(device, condition.key)) {
       return *v == condition.value;
     }
-    if (device.fs == nullptr) return false;
-    const std::string& v = condition.key == "LABEL" ? device.fs->label : device.fs->uuid;
+    if (!device.probed() || !device.probe->fs.has_value()) return false;
+    const probe::FsIdentity& fs = *device.probe->fs;
+    const std::string& v = condition.key == "LABEL" ? fs.label : fs.uuid;
     // blkid prints vfat ids in upper case and the rest in lower case; people type either.
     return !v.empty() && (condition.key == "UUID" ? absl::EqualsIgnoreCase(v, condition.value)
                                                    : v == condition.value);
@@ -126,7 +223,7 @@ bool Satisfies(const HandledDevice& device, const SettleCondition& condition) {
 }
 
 bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
-  if (device.probed || device.properties.subsystem() != "block" ||
+  if (device.probed() || device.properties.subsystem() != "block" ||
       device.properties.devname().empty()) {
     return false;
   }
@@ -137,16 +234,28 @@ bool WantsProbe(const HandledDevice& device, const SettleCondition& condition) {
   return condition.names_filesystem() && !FsProperty(device, condition.key).has_value();
 }
 
+size_t HandledDevices::SlotHash::operator()(uint32_t slot) const {
+  return (*this)((*slots)[slot].properties.devpath());
+}
+
+size_t HandledDevices::SlotHash::operator()(absl::string_view devpath) const {
+  return absl::Hash<absl::string_view>()(devpath);
+}
+
+absl::string_view HandledDevices::SlotEq::Key(uint32_t slot) const {
+  return (*slots)[slot].properties.devpath();
+}
+
 const HandledDevice* HandledDevices::Find(absl::string_view devpath) const {
   const auto it = index_.find(devpath);
-  return it == index_.end() ? nullptr : &slots_[it->second];
+  return it == index_.end() ? nullptr : &slots_[*it];
 }
 
 void HandledDevices::Forget(absl::string_view devpath) {
   const auto it = index_.find(devpath);
   if (it == index_.end()) return;
-  const size_t slot = it->second;
-  index_.erase(it);  // before the slot changes: the key views the slot's DEVPATH
+  const uint32_t slot = *it;
+  index_.erase(it);  // before the slot changes: the entry is hashed by the slot's DEVPATH
   slots_[slot] = HandledDevice();
 }
 
@@ -164,11 +273,8 @@ HandledDevice* HandledDevices::Record(Event&& event) {
   HandledDevice& slot = slots_[at];
   if (!slot.empty()) Forget(slot.properties.devpath());  // the oldest device falls out
   slot.properties = DeviceProperties(event);
-  slot.probed = false;
-  slot.fs.reset();
-  slot.partition.reset();
-  // Keyed by the slot's own string (a short one lives inside it, so view it only now).
-  index_.emplace(slot.properties.devpath(), at);
+  slot.probe.reset();
+  index_.insert(static_cast<uint32_t>(at));  // hashed by the DEVPATH just packed
   return &slot;
 }
 

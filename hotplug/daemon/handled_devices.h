@@ -5,16 +5,18 @@
 #ifndef HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
 #define HOTRING_HOTPLUG_DAEMON_HANDLED_DEVICES_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -44,22 +46,35 @@ struct SettleCondition {
 // packed into one string, each piece as a 16-bit length and its bytes. A remembered device
 // costs one allocation about the size of its uevent; the Event itself (eight strings and a
 // pair of strings per variable, ~850 bytes for a four-variable event) made 4,096 remembered
-// devices 3.4 MB of the daemon's heap after a burst. Owns the string.
+// devices 3.4 MB of the daemon's heap after a burst. The DEVPATH, SUBSYSTEM and DEVNAME
+// variables are not packed a second time when they say what the pieces say (a flag byte
+// tells that they were there): DEVPATH is the longest piece of most uevents; the names of
+// common variables (ACTION, SEQNUM, MAJOR, ...) are packed as a number. The bytes are one
+// block behind one pointer (a string's 32 bytes were a quarter of a remembered device).
+// Owns the block.
 class DeviceProperties {
  public:
   DeviceProperties() = default;
   explicit DeviceProperties(const Event& event);
+  DeviceProperties(DeviceProperties&&) = default;
+  DeviceProperties& operator=(DeviceProperties&&) = default;
   [[nodiscard]] absl::string_view devpath() const { return Piece(0); }
   [[nodiscard]] absl::string_view subsystem() const { return Piece(1); }
   [[nodiscard]] absl::string_view devname() const { return Piece(2); }
   // The value of variable `key`, or nullopt.
   [[nodiscard]] std::optional<absl::string_view> Get(absl::string_view key) const;
-  [[nodiscard]] bool empty() const { return packed_.empty(); }
+  [[nodiscard]] bool empty() const { return packed_ == nullptr; }
+  // The packed bytes, the length before them included (what a remembered device costs
+  // besides its slot).
+  [[nodiscard]] size_t bytes() const;
 
  private:
+  // The flag byte and the pieces (after the length).
+  [[nodiscard]] absl::string_view Packed() const;
   // The n-th piece (0: DEVPATH, 1: SUBSYSTEM, 2: DEVNAME, then KEY, VALUE, KEY, ...).
   [[nodiscard]] absl::string_view Piece(size_t n) const;
-  std::string packed_;
+  // The length of the rest (LEB128), the flag byte, then the pieces; null when empty.
+  std::unique_ptr<char[]> packed_;
 };
 
 // A partition's entry in its disk's table: GPT's partition GUID and name, or MBR's
@@ -69,14 +84,19 @@ struct PartitionIdentity {
   std::string label;
 };
 
+// What a probe of a handled block device found (nothing, when both are unset). Owns it.
+struct ProbeResult {
+  std::optional<probe::FsIdentity> fs;
+  std::optional<PartitionIdentity> partition;
+};
+
 // A device as it was last handled: its properties and what a probe found. Owns them.
 struct HandledDevice {
   DeviceProperties properties;
-  bool probed = false;           // the superblock (and a partition's table) was read, once
-  // What it said (null: nothing known, or not probed). Pointers: few devices have one, and
-  // an optional made every remembered device 100 bytes larger.
-  std::unique_ptr<probe::FsIdentity> fs;
-  std::unique_ptr<PartitionIdentity> partition;
+  // Set once the superblock (and a partition's table) was read, once per handling. A pointer:
+  // few devices are probed, and every remembered device pays for what is inline here.
+  std::unique_ptr<ProbeResult> probe;
+  [[nodiscard]] bool probed() const { return probe != nullptr; }
   [[nodiscard]] bool empty() const { return properties.empty(); }
 };
 
@@ -99,7 +119,8 @@ struct HandledDevice {
 // Owns the slots.
 class HandledDevices {
  public:
-  explicit HandledDevices(size_t max_events) : max_(max_events < 1 ? 1 : max_events) {}
+  explicit HandledDevices(size_t max_events)
+      : max_(std::clamp<size_t>(max_events, 1, std::numeric_limits<uint32_t>::max())) {}
   HandledDevices(const HandledDevices&) = delete;
   HandledDevices& operator=(const HandledDevices&) = delete;
 
@@ -115,11 +136,31 @@ class HandledDevices {
  private:
   void Forget(absl::string_view devpath);
 
+  // The index holds slot numbers and hashes and compares them by their slot's DEVPATH (a
+  // DEVPATH looks one up): 4 bytes an entry where a view and a number were 24, 160 KiB of
+  // a full record's 4,096.
+  struct SlotHash {
+    using is_transparent = void;
+    const std::deque<HandledDevice>* slots;
+    size_t operator()(uint32_t slot) const;
+    size_t operator()(absl::string_view devpath) const;
+  };
+  struct SlotEq {
+    using is_transparent = void;
+    const std::deque<HandledDevice>* slots;
+    [[nodiscard]] absl::string_view Key(uint32_t slot) const;
+    [[nodiscard]] absl::string_view Key(absl::string_view devpath) const { return devpath; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Key(a) == Key(b);
+    }
+  };
+
   size_t max_;                      // slots at most
   std::deque<HandledDevice> slots_;  // grows to max_, then is reused as a ring
   size_t next_ = 0;                  // the slot the next event takes once slots_ is full
-  // Live slots by DEVPATH; the keys view the slots' own strings.
-  absl::flat_hash_map<absl::string_view, size_t> index_;
+  // Live slots, found by DEVPATH.
+  absl::flat_hash_set<uint32_t, SlotHash, SlotEq> index_{0, SlotHash{&slots_}, SlotEq{&slots_}};
 };
 
 // The conditions of one `settle --for` request and which of them a handled device has met.

@@ -51,9 +51,59 @@ TEST(DevicePropertiesTest, PacksEveryPieceAndFindsEachVariable) {
   EXPECT_EQ(p.Get("MISSING"), std::nullopt);
   EXPECT_EQ(p.Get("sda"), std::nullopt);  // a value is never taken for a key
   EXPECT_FALSE(p.empty());
+  EXPECT_GT(p.bytes(), 3000u);
   EXPECT_TRUE(DeviceProperties().empty());
+  EXPECT_EQ(DeviceProperties().bytes(), 0u);
   EXPECT_EQ(DeviceProperties().devpath(), "");
   EXPECT_EQ(DeviceProperties().Get("ACTION"), std::nullopt);
+}
+
+// DEVPATH, SUBSYSTEM and DEVNAME variables that repeat the pieces are not packed twice, and
+// are still found; ones that differ (or repeat) are packed and found as before.
+TEST(DevicePropertiesTest, VariablesThatRepeatThePiecesArePackedOnce) {
+  const DeviceProperties p(Device("add", "/devices/x", "block", {{"DEVNAME", "sda"}}));
+  // The length, the flag byte, three pieces, ACTION (a number) = add: nothing else.
+  EXPECT_EQ(p.bytes(), 1 + 1 + (2 + 10) + (2 + 5) + (2 + 3) + (2 + 2 + 3));
+  EXPECT_EQ(p.Get("DEVPATH"), "/devices/x");
+  EXPECT_EQ(p.Get("SUBSYSTEM"), "block");
+  EXPECT_EQ(p.Get("DEVNAME"), "sda");
+  EXPECT_EQ(p.Get("ACTION"), "add");
+
+  // No DEVNAME variable: none is found, though the piece is there (empty).
+  const DeviceProperties none(Device("add", "/devices/y", "net"));
+  EXPECT_EQ(none.Get("DEVNAME"), std::nullopt);
+  EXPECT_EQ(none.Get("DEVPATH"), "/devices/y");
+
+  // A variable that says otherwise than its field is kept, and the first one is the answer.
+  Event odd = Device("add", "/devices/z", "block");
+  odd.devname = "vdb";
+  odd.env.emplace_back("DEVNAME", "other");
+  odd.env.emplace_back("DEVNAME", "vdb");
+  odd.env.emplace_back("SUBSYSTEM", "second");
+  const DeviceProperties q(odd);
+  EXPECT_EQ(q.devname(), "vdb");
+  EXPECT_EQ(q.Get("DEVNAME"), "other");
+  EXPECT_EQ(q.Get("SUBSYSTEM"), "block");
+}
+
+// Common names are packed as numbers, the rest by name; both are found, and a name is never
+// mistaken for another that shares its start.
+TEST(DevicePropertiesTest, CommonNamesArePackedAsNumbers) {
+  const DeviceProperties p(Device("add", "/d", "s",
+                                  {{"SEQNUM", "12"}, {"MAJOR", "8"}, {"MAJORX", "9"},
+                                   {"DEVNUM", "3"}, {"MINOR", ""}, {"OWN", "v"}}));
+  EXPECT_EQ(p.Get("SEQNUM"), "12");
+  EXPECT_EQ(p.Get("MAJOR"), "8");
+  EXPECT_EQ(p.Get("MAJORX"), "9");
+  EXPECT_EQ(p.Get("DEVNUM"), "3");
+  EXPECT_EQ(p.Get("MINOR"), "");
+  EXPECT_EQ(p.Get("OWN"), "v");
+  EXPECT_EQ(p.Get("MAJ"), std::nullopt);
+  // length, flags, pieces "/d" "s" "", then ACTION SEQNUM MAJOR as numbers, MAJORX by name,
+  // DEVNUM MINOR as numbers, OWN by name.
+  EXPECT_EQ(p.bytes(), 1 + 1 + (2 + 2) + (2 + 1) + 2 + (2 + 2 + 3) + (2 + 2 + 2) +
+                           (2 + 2 + 1) + (2 + 6 + 2 + 1) + (2 + 2 + 1) + (2 + 2 + 0) +
+                           (2 + 3 + 2 + 1));
 }
 
 TEST(HandledDevicesTest, PropertiesMatchExactly) {
@@ -78,8 +128,8 @@ TEST(HandledDevicesTest, FilesystemFromPropertiesOrProbe) {
       DeviceProperties(Device("add", "/devices/b/vda2", "block", {{"DEVNAME", "vda2"}}))};
   EXPECT_TRUE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_FALSE(Satisfies(plain, Cond("LABEL=data")));
-  plain.probed = true;
-  plain.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"vfat", "data", "ABCD-1234"});
+  plain.probe = std::make_unique<ProbeResult>();
+  plain.probe->fs = probe::FsIdentity{"vfat", "data", "ABCD-1234"};
   EXPECT_FALSE(WantsProbe(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("LABEL=data")));
   EXPECT_TRUE(Satisfies(plain, Cond("UUID=abcd-1234")));  // case-insensitive UUIDs
@@ -174,9 +224,11 @@ TEST(SettleWaiterTest, EveryConditionMustBeMetByAnyDevice) {
 TEST(SettleWaiterTest, RemembersTheDeviceThatMetEachCondition) {
   SettleWaiter waiter({Cond("LABEL=root")});
   HandledDevice first{DeviceProperties(Device("add", "/devices/vdb", "block", {{"DEVNAME", "vdb"}}))};
-  first.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"ext4", "root", "u1"});
+  first.probe = std::make_unique<ProbeResult>();
+  first.probe->fs = probe::FsIdentity{"ext4", "root", "u1"};
   HandledDevice second{DeviceProperties(Device("add", "/devices/vdc", "block", {{"DEVNAME", "vdc"}}))};
-  second.fs = std::make_unique<probe::FsIdentity>(probe::FsIdentity{"ext4", "root", "u2"});
+  second.probe = std::make_unique<ProbeResult>();
+  second.probe->fs = probe::FsIdentity{"ext4", "root", "u2"};
   EXPECT_EQ(waiter.met_by(0), "");
   EXPECT_TRUE(waiter.Offer(first));
   EXPECT_TRUE(waiter.Offer(second));

@@ -196,18 +196,16 @@ void Settling::SendSettled(const io::SocketAddress& to, uint32_t cookie,
 }
 
 void Settling::Probe(HandledDevice& device) {
-  device.probed = true;
+  device.probe = std::make_unique<ProbeResult>();
   const std::string path = absl::StrCat(options_.probe_dev_root, "/", device.properties.devname());
   // A few small preads on the reactor thread: done only for a waiting LABEL=/UUID= or
   // PARTUUID=/PARTLABEL= settle, once per handled block device.
   absl::StatusOr<std::optional<probe::FsIdentity>> fs = probe::ProbeFilesystemAt(path);
-  device.fs.reset();
   if (!fs.ok()) {
     ProbeFailed(path, device, fs.status());
   } else if (fs->has_value()) {
-    device.fs = std::make_unique<probe::FsIdentity>(**std::move(fs));
-    LogInfo("probe %s: %s LABEL=%s UUID=%s", path, device.fs->type, device.fs->label,
-            device.fs->uuid);
+    const probe::FsIdentity& found = device.probe->fs.emplace(**std::move(fs));
+    LogInfo("probe %s: %s LABEL=%s UUID=%s", path, found.type, found.label, found.uuid);
   }
   ProbePartition(device);
 }
@@ -221,7 +219,6 @@ void Settling::ProbeFailed(absl::string_view path, const HandledDevice& device,
 }
 
 void Settling::ProbePartition(HandledDevice& device) {
-  device.partition.reset();
   const std::optional<absl::string_view> partn_text = device.properties.Get("PARTN");
   int partn = 0;
   if (!partn_text.has_value() || !absl::SimpleAtoi(*partn_text, &partn) || partn <= 0) return;
@@ -248,8 +245,7 @@ void Settling::ProbePartition(HandledDevice& device) {
   if (!table->has_value()) return;
   for (const probe::PartitionEntry& entry : (*table)->entries) {
     if (entry.number != partn) continue;
-    device.partition =
-        std::make_unique<PartitionIdentity>(PartitionIdentity{entry.uuid, entry.name});
+    device.probe->partition = PartitionIdentity{entry.uuid, entry.name};
     LogInfo("probe %s: partition %d PARTUUID=%s PARTLABEL=%s", path, partn, entry.uuid,
             entry.name);
     return;

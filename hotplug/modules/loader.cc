@@ -173,17 +173,12 @@ size_t PlanResult::failures() const {
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(Options options,
                                                        std::shared_ptr<Kernel> kernel) {
   if (kernel == nullptr) return absl::InvalidArgumentError("modules: loader without a kernel");
-  HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::Spawner> spawner,
-                           io::process::Spawner::Create());
-  return std::unique_ptr<Loader>(
-      new Loader(std::move(options), std::move(kernel), std::move(spawner)));
+  return std::unique_ptr<Loader>(new Loader(std::move(options), std::move(kernel)));
 }
 
-Loader::Loader(Options options, std::shared_ptr<Kernel> kernel,
-               std::unique_ptr<io::process::Spawner> spawner)
+Loader::Loader(Options options, std::shared_ptr<Kernel> kernel)
     : options_(std::move(options)),
       kernel_(std::move(kernel)),
-      spawner_(std::move(spawner)),
       pool_(std::make_unique<io::BlockingPool>(io::BlockingPool::Options{
           .max_threads = std::max<size_t>(options_.threads, 1),
           .name = "hotring-modload"})) {}
@@ -488,6 +483,11 @@ Task<absl::StatusOr<ModuleOutcome>> Loader::RunInstall(io::Reactor& reactor,
   request.label = absl::StrCat("modules: install ", module.name);
   request.timeout = options_.install_timeout;
   request.kill_grace = options_.install_kill_grace;
+  if (spawner_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<io::process::Spawner>> made = io::process::Spawner::Create();
+    if (!made.ok()) co_return made.status();
+    spawner_ = *std::move(made);
+  }
   absl::StatusOr<io::process::SpawnResult> ran =
       co_await spawner_->Run(reactor, std::move(request));
   if (!ran.ok()) co_return ran.status();

@@ -196,8 +196,7 @@ class Loader {
     absl::Status status;
   };
 
-  Loader(Options options, std::shared_ptr<Kernel> kernel,
-         std::unique_ptr<io::process::Spawner> spawner);
+  Loader(Options options, std::shared_ptr<Kernel> kernel);
   // Joins the load of `module` in flight, or starts one.
   std::shared_ptr<Pending> Start(io::Reactor& reactor, const ModuleToLoad& module, bool first);
   Task<void> RunLoad(io::Reactor& reactor, ModuleToLoad module, std::shared_ptr<Pending> pending,
@@ -231,6 +230,8 @@ class Loader {
 
   const Options options_;
   std::shared_ptr<Kernel> kernel_;  // shared with the jobs on the pool
+  // Made at the first install command: few module trees have one, and a spawner made at start
+  // cost every daemon's start-up a child stack, two descriptors and their page faults.
   std::unique_ptr<io::process::Spawner> spawner_;
   LoaderCounters counters_;
   std::deque<LoadRecord> records_;

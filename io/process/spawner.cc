@@ -23,9 +23,6 @@ extern char** environ;
 namespace hotring::io::process {
 namespace {
 
-// The buffer a read from a child's pipe fills (spawner_run.cc's readers share it).
-constexpr size_t kScratchBytes = 64 * 1024;
-
 // The vfork-style child runs on this stack only until execve; a few hundred bytes are used.
 constexpr size_t kChildStackBytes = 128 * 1024;
 
@@ -282,8 +279,7 @@ Spawner::Spawner(Options options, UniqueFd dev_null, std::unique_ptr<ChildStack>
     : options_(std::move(options)),
       method_(options_.method),
       dev_null_(std::move(dev_null)),
-      stack_(std::move(stack)),
-      scratch_(kScratchBytes) {}
+      stack_(std::move(stack)) {}
 
 Spawner::~Spawner() = default;
 

@@ -145,6 +145,7 @@ struct Spawner::RunOutput {
 
 bool Spawner::DrainAvailable(Stream& stream, RunOutput& output, size_t limit) {
   size_t total = 0;
+  if (scratch_.empty()) scratch_.resize(kScratchBytes);
   while (total < limit) {
     const ssize_t n = ::read(stream.fd.get(), scratch_.data(), scratch_.size());
     if (n > 0) {
