@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "core/task_scope.h"
 
 namespace hotring::hotplug {
 
@@ -24,6 +25,12 @@ Task<HandlerResult> HandlerChain::Handle(io::Reactor& reactor, const Event& even
     if (last.outcome != HandlerOutcome::kHandled) co_return last;
   }
   co_return last;
+}
+
+Task<void> HandlerChain::Serve(io::Reactor& reactor) {
+  TaskScope links;
+  for (const std::unique_ptr<Handler>& link : links_) links.Spawn(link->Serve(reactor));
+  co_await links.Join();
 }
 
 absl::Status HandlerChain::Reload() {

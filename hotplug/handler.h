@@ -86,6 +86,11 @@ class Handler {
   // The global properties for events started from now on (never null). A link that has no use
   // for them keeps the default, which ignores them.
   virtual void SetGlobalProperties(std::shared_ptr<const GlobalProperties> properties) {}
+  // What the stage does between events, for as long as the daemon serves (the udev rules
+  // link's inotify watches on nodes: a writer's close becomes a `change`). The daemon runs it
+  // among its services and cancels it at stop, so it must hold nothing that outlives a drop.
+  // The default has nothing to serve and returns at once.
+  virtual Task<void> Serve(io::Reactor& reactor) { co_return; }
 };
 
 // The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
@@ -109,6 +114,8 @@ class HandlerChain final : public Handler {
   void SetGlobalProperties(std::shared_ptr<const GlobalProperties> properties) override {
     for (const std::unique_ptr<Handler>& link : links_) link->SetGlobalProperties(properties);
   }
+  // Every link's Serve at once; returns when all have returned (cancelled with them).
+  Task<void> Serve(io::Reactor& reactor) override;
   [[nodiscard]] bool empty() const { return links_.empty(); }
 
  private:

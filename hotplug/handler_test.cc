@@ -1,5 +1,5 @@
 // HandlerChain: links run in order, the first failure ends the chain, reload and counters reach
-// every link.
+// every link, and every link's Serve runs at once until the chain's is dropped.
 #include "hotplug/handler.h"
 
 #include <memory>
@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/task_scope.h"
+#include "io/ops.h"
 #include "io/reactor.h"
 
 namespace hotring::hotplug {
@@ -101,6 +103,55 @@ TEST(HandlerChainTest, EmptyChainIsNamedNone) {
   HandlerChain chain({});
   EXPECT_TRUE(chain.empty());
   EXPECT_EQ(chain.Name(), "none");
+}
+
+// A link that serves between events: it says when it starts, then waits until cancelled (or,
+// with `finish`, returns at once) and says so when its frame goes.
+class ServingLink final : public Handler {
+ public:
+  ServingLink(std::string name, bool finish, std::vector<std::string>* journal)
+      : name_(std::move(name)), finish_(finish), journal_(journal) {}
+  Task<HandlerResult> Handle(io::Reactor& reactor, const Event& event) override { co_return HandlerResult{}; }
+  Task<void> Serve(io::Reactor& reactor) override {
+    struct Goodbye {
+      std::string what;
+      std::vector<std::string>* journal;
+      ~Goodbye() { journal->push_back(what); }
+    } goodbye{name_ + ":stopped", journal_};
+    journal_->push_back(name_ + ":serving");
+    if (finish_) co_return;
+    (void)co_await io::Sleep(reactor, absl::Hours(1));
+  }
+  [[nodiscard]] std::string Name() const override { return name_; }
+
+ private:
+  std::string name_;
+  bool finish_;
+  std::vector<std::string>* journal_;
+};
+
+TEST(HandlerChainTest, ServeRunsEveryLinksServeAtOnceAndDroppingItStopsThem) {
+  std::vector<std::string> journal;
+  std::vector<std::unique_ptr<Handler>> links;
+  links.push_back(std::make_unique<JournalLink>("plain", HandlerOutcome::kHandled, &journal));
+  links.push_back(std::make_unique<ServingLink>("watch", /*finish=*/false, &journal));
+  links.push_back(std::make_unique<ServingLink>("quick", /*finish=*/true, &journal));
+  links.push_back(std::make_unique<ServingLink>("other", /*finish=*/false, &journal));
+  HandlerChain chain(std::move(links));
+  absl::StatusOr<std::unique_ptr<io::Reactor>> reactor = io::Reactor::Create();
+  ASSERT_TRUE(reactor.ok()) << reactor.status();
+  auto serve_a_while = [&]() -> Task<void> {
+    TaskScope services;
+    services.Spawn(chain.Serve(**reactor));
+    (void)co_await io::Sleep(**reactor, absl::Milliseconds(20));
+    journal.push_back("cancel");
+    services.CancelAll();
+  };
+  ASSERT_TRUE((*reactor)->BlockOn(serve_a_while()).ok());
+  // The plain link has nothing to serve; the others all started before any was stopped.
+  EXPECT_THAT(journal, ElementsAre("watch:serving", "quick:serving", "quick:stopped", "other:serving", "cancel",
+                                   ::testing::AnyOf("watch:stopped", "other:stopped"),
+                                   ::testing::AnyOf("watch:stopped", "other:stopped")));
 }
 
 }  // namespace

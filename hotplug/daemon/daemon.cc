@@ -174,6 +174,8 @@ Task<absl::Status> Daemon::Main() {
   if (udev_control_ != nullptr) services_.Spawn(udev_control_->Serve());
   services_.Spawn(ReorderTimer());
   services_.Spawn(TrimWhenIdle());
+  // What the stages do between events (udev rules: watched nodes); stopped with the services.
+  services_.Spawn(handler_->Serve(*reactor_));
   TaskScope signal_scope;
   signal_scope.Spawn(WatchSignals());
   LogNotice("daemon ready: socket %s, handler %s, children_max %d, reorder timeout %s%s%s",
