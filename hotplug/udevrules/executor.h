@@ -87,7 +87,7 @@ struct Outcome {
   bool run_final = false;
   // OPTIONS.
   bool db_persist = false;
-  std::optional<bool> watch;  // watch / nowatch; unset: as before
+  std::optional<bool> watch;  // watch / nowatch; unset: neither said (no watch, as udevd)
   std::optional<int> log_level;  // log_level= (a syslog level); -1: reset
   std::vector<std::pair<std::string, std::string>> seclabels;  // SECLABEL{module}="label"
   // What udevd would have logged: problems at run time (errors and warnings), and with

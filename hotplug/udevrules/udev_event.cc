@@ -267,6 +267,8 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
       old = udev::ParseDatabaseEntry(*text);
       had_old = true;
     }
+    // udevd drops the watch while the event runs (a remove's for good).
+    if (world.watches != nullptr && !event.devname.empty()) world.watches->End(*id);
   } else {
     work.report.Fail(absl::StrCat("no database entry: ", id.status().message()));
   }
@@ -294,6 +296,10 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
       UpdateNode(world, *id, event, old, outcome, work);
     }
     if (work.rules_ok) StoreEntry(world, *id, event, old, outcome, usec, work);
+  }
+  if (work.rules_ok && id.ok() && !remove && outcome.watch.value_or(false) && !event.devname.empty()) {
+    work.watch = true;
+    work.device_id = *id;
   }
   for (const RunEntry& r : outcome.run) work.run.push_back(r);
   Announce(event, outcome, remove ? old.usec_initialized : usec, work);

@@ -26,6 +26,7 @@
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/daemon_host.h"
 #include "hotplug/udevrules/executor.h"
+#include "hotplug/udevrules/watches.h"
 
 namespace hotring::hotplug::udevrules {
 
@@ -39,6 +40,9 @@ struct UdevWorld {
   bool rename_interfaces = true;  // NAME= on net renames (off in tests without a namespace)
   // Events update link claims under a shared lock; CleanUpLinkClaims takes it alone.
   std::unique_ptr<std::shared_mutex> claims_mutex = std::make_unique<std::shared_mutex>();
+  // OPTIONS+="watch" (null: no inotify here, no watches). Each event of a device drops its
+  // watch first; the stage puts it back after RUN (EventWork::watch).
+  std::unique_ptr<Watches> watches;
 };
 
 // What the reactor does after a worker's part. Owns everything.
@@ -54,6 +58,10 @@ struct EventWork {
   uint64_t nodes_set = 0;        // node owner/mode applied (or made)
   uint64_t renamed = 0;
   bool claims_touched = false;   // a claim directory under /run/udev/links was used
+  // The rules said `watch` (an event that is no remove, with a node, rules run to the end):
+  // the node is watched again after RUN, under this device id.
+  bool watch = false;
+  std::string device_id;
 };
 
 // The properties the database keeps (E: lines): those the rules set or changed, not the

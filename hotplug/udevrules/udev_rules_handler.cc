@@ -1,6 +1,7 @@
 #include "hotplug/udevrules/udev_rules_handler.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include "hotplug/udevrules/link_claims.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/udev_event.h"
+#include "hotplug/udevrules/watches.h"
+#include "io/ops.h"
 
 namespace hotring::hotplug::udevrules {
 namespace {
@@ -87,6 +90,9 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
                                  .network_dirs = options.network_dirs,
                                  .kernel_cmdline = kernel_cmdline,
                                  .architecture = BuildArchitecture()};
+  // Without inotify (no room for another instance) the rules still run, only unwatched.
+  absl::StatusOr<std::unique_ptr<Watches>> watches = Watches::Open(options.run_dir, options.dev_root);
+  if (!watches.ok()) LogWarning("udevrules: OPTIONS+=\"watch\" is off: %s", watches.status().message());
   auto world = std::make_shared<UdevWorld>(UdevWorld{
       .host = {},
       .database = std::move(database),
@@ -95,6 +101,7 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
       .names = std::make_unique<PasswdFiles>(std::move(names)),
       .rename_interfaces = options.rename_interfaces,
   });
+  if (watches.ok()) world->watches = *std::move(watches);
   HostContext& host = world->host;
   host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
   host.dev_root = options.dev_root;
@@ -111,6 +118,9 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   HOTRING_ASSIGN_OR_RETURN(handler->rules_, handler->LoadAndReport());
   for (const std::string& line : ApplyStaticNodes(*handler->world_, *handler->rules_)) {
     LogWarning("udevrules: static_node: %s", line);
+  }
+  if (handler->world_->watches != nullptr) {
+    handler->counters_.watches_added += handler->world_->watches->Restore(handler->options_.sysfs_root);
   }
   return handler;
 }
@@ -200,6 +210,7 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
     waiting.Set("udev rules: RUN");
     co_await RunList(reactor, event, work->run, work->env, deadline);
   }
+  if (work->watch && world_->watches != nullptr) co_await BeginWatch(reactor, event, std::move(work->device_id));
   reporter_.Announce(event, work->report);
   claims_to_clean_ = claims_to_clean_ || work->claims_touched;
   if (claims_to_clean_ && waiting_.size() == 1) co_await CleanUpClaims(reactor);
@@ -221,6 +232,62 @@ Task<void> UdevRulesHandler::CleanUpClaims(io::Reactor& reactor) {
     claims_to_clean_ = true;  // the next idle moment
   } else if (!status.ok()) {
     LogWarning("udevrules: cleaning up %s/links: %s", options_.run_dir, status.message());
+  }
+}
+
+Task<void> UdevRulesHandler::BeginWatch(io::Reactor& reactor, const Event& event, std::string device_id) {
+  auto job = [world = world_, id = std::move(device_id), devname = event.devname]() -> absl::Status {
+    return world->watches->Begin(id, devname);
+  };
+  const absl::Status begun = co_await pool_->Run(reactor, std::move(job));
+  if (begun.ok()) {
+    ++counters_.watches_added;
+  } else if (StatusErrno(begun) == ENOENT) {
+    // udevd: the node may be gone already.
+    LogDebug("udevrules: %s: no watch: %s", EventLabel(event), begun.message());
+  } else {
+    LogWarning("udevrules: %s: no watch: %s", EventLabel(event), begun.message());
+  }
+}
+
+Task<void> UdevRulesHandler::Serve(io::Reactor& reactor) {
+  if (world_->watches == nullptr) co_return;
+  struct Closes {
+    uint64_t closes = 0;
+    uint64_t changes = 0;
+    uint64_t rereads = 0;
+    std::vector<std::string> log;
+  };
+  for (;;) {
+    const absl::StatusOr<unsigned> ready = co_await io::Poll(reactor, world_->watches->fd(), POLLIN);
+    if (!ready.ok()) {
+      LogError("udevrules: waiting for watched nodes: %s; watches are off", ready.status().ToString());
+      co_return;
+    }
+    // Reading the records and re-reading a partition table may block: on the pool.
+    auto job = [world = world_, sysfs = options_.sysfs_root, dev = options_.dev_root]() -> Closes {
+      Closes out;
+      for (const int wd : world->watches->TakeClosed()) {
+        const std::string id = world->watches->DeviceOf(wd);
+        if (id.empty()) continue;  // dropped since
+        ++out.closes;
+        ChangeReport report = SynthesizeChange(sysfs, dev, id);
+        out.changes += report.changes;
+        out.rereads += report.reread ? 1 : 0;
+        for (std::string& line : report.log) out.log.push_back(absl::StrCat(id, ": ", line));
+      }
+      return out;
+    };
+    absl::StatusOr<Closes> closes = co_await pool_->Run(reactor, std::move(job));
+    if (!closes.ok()) {
+      ++reporter_.counters().errors;
+      LogWarning("udevrules: watched nodes: %s", closes.status().message());
+      continue;
+    }
+    counters_.watch_closes += closes->closes;
+    counters_.watch_changes += closes->changes;
+    counters_.watch_rereads += closes->rereads;
+    for (const std::string& line : closes->log) LogDebug("udevrules: watch of %s", line);
   }
 }
 
@@ -330,7 +397,11 @@ void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_
                             {"monitor_skipped", s.monitor_skipped},
                             {"errors", s.errors},
                             {"reloads", c.reloads},
-                            {"rule_problems", c.rule_problems}},
+                            {"rule_problems", c.rule_problems},
+                            {"watches_added", c.watches_added},
+                            {"watch_closes", c.watch_closes},
+                            {"watch_changes", c.watch_changes},
+                            {"watch_rereads", c.watch_rereads}},
                            out);
 }
 

@@ -83,6 +83,9 @@ class UdevRulesHandler final : public Handler {
   [[nodiscard]] std::string Name() const override { return "udevrules"; }
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
   [[nodiscard]] std::string Describe(const Event& event) const override;
+  // The watched nodes (OPTIONS+="watch"): a close after a write becomes a `change` of the
+  // device, as udevd's (watches.h).
+  Task<void> Serve(io::Reactor& reactor) override;
 
   // The rules in use (tests, benchmarks).
   [[nodiscard]] std::shared_ptr<const CompiledRules> rules() const { return rules_; }
@@ -102,6 +105,10 @@ class UdevRulesHandler final : public Handler {
     uint64_t kmod_loads = 0;
     uint64_t reloads = 0;
     uint64_t rule_problems = 0;  // diagnostics of the last load
+    uint64_t watches_added = 0;   // nodes watched after an event (restored ones too)
+    uint64_t watch_closes = 0;    // watched nodes closed after a write
+    uint64_t watch_changes = 0;   // `change` written for them
+    uint64_t watch_rereads = 0;   // partition tables the kernel re-read instead
   };
 
   UdevRulesHandler(Options options, UdevConf conf, std::shared_ptr<UdevWorld> world,
@@ -115,6 +122,8 @@ class UdevRulesHandler final : public Handler {
                         const std::vector<std::string>& env);
   // udevd's cleanup of /run/udev/links once idle: the ".lock" files and empty claim directories.
   Task<void> CleanUpClaims(io::Reactor& reactor);
+  // After RUN: the node watched again (EventWork::watch).
+  Task<void> BeginWatch(io::Reactor& reactor, const Event& event, std::string device_id);
 
   Options options_;
   UdevConf conf_;

@@ -2,10 +2,11 @@
 // temporary directory: nodes' owner and mode, links and their claims between two devices with
 // priorities, the database entry, RUN's order and environment (testing/record_handler), a RUN
 // that hangs killed at event_timeout, kmod through the modules stage's interface, static nodes,
-// reloads that keep the good rules of a broken file, and the libudev announcement on group 2
-// (in a private network namespace).
+// reloads that keep the good rules of a broken file, watched nodes (OPTIONS+="watch"), and the
+// libudev announcement on group 2 (in a private network namespace).
 #include "hotplug/udevrules/udev_rules_handler.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/task_scope.h"
+#include "io/ops.h"
 #include "io/reactor.h"
 #include "testing/fake_sysfs.h"
 #include "testing/handler_recorder.h"
@@ -524,6 +527,65 @@ TEST_F(UdevRulesHandlerTest, ReloadReadsHwdbAgain) {
   EXPECT_EQ(announced[2].count("HWDB_SEEN"), 1u);
   EXPECT_THAT(announced[2].count("ID_VENDOR_FROM_DATABASE") ? announced[2].at("ID_VENDOR_FROM_DATABASE") : "",
               HasSubstr("Intel"));
+}
+
+// OPTIONS+="watch": the node is watched after RUN (each event drops the watch while it runs),
+// a writer's close becomes a `change` of the device, and nowatch or a remove leave no watch.
+TEST_F(UdevRulesHandlerTest, AWatchedNodeClosedAfterAWriteChangesTheDevice) {
+  const std::string script = base_ + "/during_run.sh";
+  WriteFile(script, absl::StrCat("#!/bin/sh\nif [ -e ", Run("watch/c1:3"), " ]; then echo watched; else echo unwatched; fi >> ",
+                                 base_, "/during_run.log\n"));
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  Rules("60-watch.rules", absl::StrCat("KERNEL==\"watched\", OPTIONS+=\"watch\", RUN+=\"", script, "\"\n",
+                                       "KERNEL==\"watched\", ENV{NOWATCH}==\"1\", OPTIONS+=\"nowatch\"\n"));
+  // Major 1, minor 3 is the null device: a node the test can open for writing.
+  AddTty("watched", 3, 1);
+  ASSERT_EQ(::mkdir(sys_->Path("/dev").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(sys_->Path("/dev/char").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(absl::StrCat("../..", TtyPath("watched")).c_str(), sys_->Path("/dev/char/1:3").c_str()), 0);
+  MakeHandler();
+
+  Handle(TtyEvent("add", "watched", 3, 1, 1));
+  const std::string first = Readlink(Run("watch/c1:3"));
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(Readlink(Run("watch/" + first)), "c1:3");
+  Handle(TtyEvent("change", "watched", 3, 2, 1));
+  const std::string second = Readlink(Run("watch/c1:3"));
+  EXPECT_NE(second, first) << "the event dropped the watch and put a new one";
+  EXPECT_FALSE(Exists(Run("watch/" + first)));
+  EXPECT_EQ(ReadFile(base_ + "/during_run.log"), "unwatched\nunwatched\n");
+  EXPECT_EQ(Counter("udevrules_watches_added"), 2u);
+
+  // A writer closes the node: the daemon writes `change` into the device's uevent file.
+  auto serve = [&]() -> Task<void> {
+    TaskScope scope;
+    scope.Spawn(handler_->Serve(*reactor_));
+    const int fd = ::open(Dev("watched").c_str(), O_WRONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::write(fd, "x", 1), 1);
+    ::close(fd);
+    for (int i = 0; i < 1000 && Counter("udevrules_watch_changes") == 0; ++i) {
+      (void)co_await io::Sleep(*reactor_, absl::Milliseconds(10));
+    }
+    scope.CancelAll();
+  };
+  ASSERT_TRUE(reactor_->BlockOn(serve()).ok());
+  EXPECT_EQ(Counter("udevrules_watch_closes"), 1u);
+  EXPECT_EQ(Counter("udevrules_watch_changes"), 1u);
+  EXPECT_TRUE(absl::StartsWith(ReadFile(sys_->UeventPath(TtyPath("watched"))), "change"));
+
+  // nowatch: no watch after the event; a remove leaves none either.
+  absl::StatusOr<Event> nowatch = testing::MakeUevent("change", TtyPath("watched"), "tty", 3,
+                                                      {{"MAJOR", "1"}, {"MINOR", "3"}, {"DEVNAME", "watched"},
+                                                       {"NOWATCH", "1"}});
+  ASSERT_TRUE(nowatch.ok());
+  Handle(*nowatch);
+  EXPECT_FALSE(Exists(Run("watch/c1:3")));
+  EXPECT_FALSE(Exists(Run("watch/" + second)));
+  Handle(TtyEvent("change", "watched", 3, 4, 1));
+  EXPECT_TRUE(Exists(Run("watch/c1:3")));
+  Handle(TtyEvent("remove", "watched", 3, 5, 1));
+  EXPECT_FALSE(Exists(Run("watch/c1:3")));
 }
 
 }  // namespace

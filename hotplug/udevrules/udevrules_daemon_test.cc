@@ -2,7 +2,8 @@
 // sent to the real binary get their node's owner and mode, their links, their database entry,
 // their RUN programs (testing/record_handler) and their libudev announcement on group 2 (in a
 // private network namespace); `control reload` takes a changed rule set and keeps the good rules
-// of a broken file; udev.conf's exec_delay stops the daemon from starting with a clear message.
+// of a broken file; udev.conf's exec_delay stops the daemon from starting with a clear message;
+// a watched node's close after a write becomes a `change`, also for a restarted daemon.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -167,6 +169,58 @@ TEST_F(UdevRulesDaemonTest, ExecDelayIsRefusedAtStart) {
   ASSERT_FALSE(daemon.ok());
   EXPECT_THAT(daemon.status().message(), HasSubstr("bad.conf:1"));
   EXPECT_THAT(daemon.status().message(), HasSubstr("exec_delay"));
+}
+
+// OPTIONS+="watch" in the real daemon: a writer's close of the watched node makes the daemon
+// write `change` into the device's uevent file; a restarted daemon watches it again from the
+// records the first one left.
+TEST_F(UdevRulesDaemonTest, AWatchedNodeClosedAfterAWriteGetsAChangeAlsoAfterARestart) {
+  // Major 1, minor 3 is the null device: a node the test can open for writing.
+  const std::string devpath = "/devices/virtual/mem/watchme";
+  ASSERT_TRUE(sys_->AddDevice({.devpath = devpath, .subsystem = "mem",
+                               .uevent = {{"MAJOR", "1"}, {"MINOR", "3"}, {"DEVNAME", "watchme"}}}).ok());
+  ASSERT_TRUE(sys_->WriteFile("/dev/char/.keep", "").ok());
+  ASSERT_EQ(::symlink(absl::StrCat("../..", devpath).c_str(), sys_->Path("/dev/char/1:3").c_str()), 0);
+  ASSERT_EQ(::mknod((dir_ + "/dev/watchme").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  std::ofstream(dir_ + "/rules/60-watch.rules") << "KERNEL==\"watchme\", OPTIONS+=\"watch\"\n";
+  const auto close_after_write = [&] {
+    std::ofstream(dir_ + "/dev/watchme") << "x";
+  };
+  const auto changed = [&] {
+    for (int i = 0; i < 1000; ++i) {
+      if (absl::StartsWith(sys_->ReadUevent(devpath).value_or(""), "change")) return true;
+      ::usleep(10 * 1000);
+    }
+    return false;
+  };
+  {
+    absl::StatusOr<testing::DaemonProcess> daemon = StartDaemon("");
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    absl::StatusOr<testing::CommandResult> sent = testing::RunHotring(
+        {"send", "--socket", daemon->socket(), "--wait=20", "--env", "ACTION=add", "--env",
+         absl::StrCat("DEVPATH=", devpath), "--env", "SUBSYSTEM=mem", "--env", "SEQNUM=1", "--env", "MAJOR=1",
+         "--env", "MINOR=3", "--env", "DEVNAME=watchme"});
+    ASSERT_TRUE(sent.ok());
+    ASSERT_EQ(sent->exit_code, 0) << sent->err << daemon->Log();
+    EXPECT_FALSE(Readlink(dir_ + "/run/watch/c1:3").empty());
+    close_after_write();
+    EXPECT_TRUE(changed()) << daemon->Log();
+    absl::StatusOr<std::map<std::string, uint64_t>> status = daemon->Status();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status->at("udevrules_watch_closes"), 1u);
+    EXPECT_EQ(status->at("udevrules_watch_changes"), 1u);
+    ASSERT_TRUE(daemon->Stop().ok());
+  }
+  // The records stay; the next daemon watches the node again before any event of it.
+  ASSERT_TRUE(sys_->WriteFile(absl::StrCat(devpath, "/uevent"), "MAJOR=1\nMINOR=3\nDEVNAME=watchme\n").ok());
+  absl::StatusOr<testing::DaemonProcess> again = StartDaemon("");
+  ASSERT_TRUE(again.ok()) << again.status();
+  const std::string number = Readlink(dir_ + "/run/watch/c1:3");
+  ASSERT_FALSE(number.empty());
+  EXPECT_EQ(Readlink(dir_ + "/run/watch/" + number), "c1:3");
+  close_after_write();
+  EXPECT_TRUE(changed()) << again->Log();
+  ASSERT_TRUE(again->Stop().ok());
 }
 
 }  // namespace
