@@ -390,17 +390,19 @@ TEST(DaemonTest, KilledDaemonRestartedWhileSendWaitRetriesLosesNothing) {
   char dir_template[] = "/tmp/hotring_restart_XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
   const std::string socket = dir + "/control";
+  const std::string gate = dir + "/gate";
   const std::vector<std::string> args = {"--exec", recorder.handler(), "--expect-seqnum", "1"};
   absl::StatusOr<DaemonProcess> daemon =
       DaemonProcess::Start({.socket = socket, .args = args});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   std::vector<BackgroundCommand> senders;
   for (int i = 1; i <= 10; ++i) {
-    // Each handler runs 2 s: still running when the kill comes, well after the daemon says so.
+    // Each handler waits for the gate, which opens only after the restart: whatever ran at the
+    // kill was still running then, however slow the machine (no ack could have been sent).
     absl::StatusOr<BackgroundCommand> c = BackgroundCommand::Start(
         {testing::HotringBinary(), "send", "--socket", socket, "--wait=60", "--env",
          "ACTION=add", "--env", absl::StrCat("DEVPATH=/devices/r", i), "--env",
-         absl::StrCat("SEQNUM=", i), "--env", "SLEEP_MS=2000"});
+         absl::StrCat("SEQNUM=", i), "--env", absl::StrCat("WAIT_FOR=", gate)});
     ASSERT_TRUE(c.ok());
     senders.push_back(std::move(*c));
   }
@@ -415,6 +417,9 @@ TEST(DaemonTest, KilledDaemonRestartedWhileSendWaitRetriesLosesNothing) {
   absl::StatusOr<DaemonProcess> restarted =
       DaemonProcess::Start({.socket = socket, .args = args});
   ASSERT_TRUE(restarted.ok()) << restarted.status();
+  {
+    std::ofstream open_gate(gate);
+  }
   for (BackgroundCommand& c : senders) {
     absl::StatusOr<CommandResult> r = c.Wait(absl::Seconds(90));
     ASSERT_TRUE(r.ok());
