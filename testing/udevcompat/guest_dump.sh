@@ -17,6 +17,8 @@
 #                    device manager's trigger of a change of vda1) and $GUEST_TRIGGER_SEAT
 #                    (of every inputN) run: one monitor filtered on subsystem block, and one
 #                    on tag seat (=== monitor-seat)
+#   === watch        `udevadm monitor --udev` (block) while a writer closes vda1, then vda:
+#                    what the watches of 60-block.rules make of it
 #   === end
 #
 #   guest_dump.sh SETTLE_COMMAND...     e.g. guest_dump.sh udevadm settle
@@ -48,6 +50,16 @@ until have; do
   $bb sleep 1
 done
 "$@"
+# The idle state is what is compared: udevd stops its idle workers 3 s after its queue empties and
+# only then removes the claim directories' .lock files (udevd 252's on_post and
+# udev_node_cleanup); hotring has no workers and removes them once no event runs. At most 20 s.
+n=0
+while $bb grep -qsx '(udev-worker)' /proc/[0-9]*/comm; do
+  n=$((n + 1))
+  [ "$n" -gt 40 ] && break
+  $bb sleep 0.5
+done
+$bb sleep 1
 {
   echo "=== export-db"
   $udevadm info --export-db | $bb cat
@@ -117,5 +129,21 @@ done
   $bb cat /run/monitor.txt
   echo "=== monitor-seat"
   $bb cat /run/monitor-seat.txt
+  # OPTIONS+="watch" (60-block.rules): a writer closes the watched vda1, then the whole disk, as
+  # mkfs or a partitioning tool leaves them (opened for writing, nothing written): what a block
+  # monitor receives after each (vda's partition table re-read, or changes written for it).
+  echo "=== watch"
+  $udevadm monitor --udev --subsystem-match=block >/run/monitor-watch.txt 2>&1 &
+  mon=$!
+  $bb sleep 2
+  : >>/dev/vda1
+  $bb sleep 2
+  "$@"
+  : >>/dev/vda
+  $bb sleep 2
+  "$@"
+  $bb sleep 1
+  kill "$mon"
+  $bb cat /run/monitor-watch.txt
   echo "=== end"
 } >"$out" 2>&1
