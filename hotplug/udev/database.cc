@@ -44,11 +44,9 @@ absl::StatusOr<std::string> DeviceId(const Event& event) {
     id = absl::StrCat(event.subsystem == "block" ? "b" : "c", major, ":", minor);
   } else if (std::optional<absl::string_view> ifindex = event.Get("IFINDEX");
              ifindex.has_value() && *ifindex != "0") {
-    uint32_t n = 0;
-    if (!absl::SimpleAtoi(*ifindex, &n)) {
-      return absl::InvalidArgumentError(absl::StrCat("IFINDEX '", *ifindex, "'"));
-    }
-    id = absl::StrCat("n", n);
+    const std::optional<int> n = ParseIfindex(*ifindex);
+    if (!n.has_value()) return absl::InvalidArgumentError(absl::StrCat("IFINDEX '", *ifindex, "'"));
+    id = absl::StrCat("n", *n);
   } else if (event.subsystem == "drivers") {
     // /bus/<bus>/drivers/<driver>
     std::vector<absl::string_view> parts = absl::StrSplit(event.devpath, '/');

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "core/unique_fd.h"
 #include "hotplug/event.h"
+#include "hotplug/udev/ifindex.h"
 #include "hotplug/udev/builtins.h"
 
 namespace hotring::hotplug::udev {

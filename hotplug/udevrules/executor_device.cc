@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "hotplug/udev/ifindex.h"
 #include "absl/strings/strip.h"
 #include "hotplug/udevrules/glob.h"
 
@@ -115,8 +116,7 @@ void ExecutorState::LoadEvent(const EventInput& event) {
     } else if (key == "MINOR") {
       have_minor = absl::SimpleAtoi(value, &minor_);
     } else if (key == "IFINDEX") {
-      int ifindex = 0;
-      has_ifindex_ = absl::SimpleAtoi(value, &ifindex) && ifindex > 0;
+      has_ifindex_ = udev::ParseIfindex(value).has_value();
     }
     SetProperty(key, v);
   }

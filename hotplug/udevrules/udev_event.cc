@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "core/status.h"
 #include "hotplug/udev/builtins.h"
+#include "hotplug/udev/ifindex.h"
 #include "hotplug/udev/monitor.h"
 #include "hotplug/udevrules/link_claims.h"
 #include "io/rtnetlink.h"
@@ -51,8 +52,8 @@ std::string DevnumLink(const Event& event) {
 // Returns false when the event must stop here (udevd fails it).
 bool RenameInterface(const UdevWorld& world, const Event& event, Outcome& outcome, EventWork& work) {
   if (!outcome.name.has_value() || event.action != "add" || event.subsystem != "net") return true;
-  int ifindex = 0;
-  if (!absl::SimpleAtoi(event.Get("IFINDEX").value_or(""), &ifindex) || ifindex <= 0) return true;
+  const std::optional<int> ifindex = udev::ParseIfindex(event.Get("IFINDEX").value_or(""));
+  if (!ifindex.has_value()) return true;
   const size_t slash = event.devpath.rfind('/');
   const absl::string_view sysname = absl::string_view(event.devpath).substr(slash + 1);
   const std::string& name = *outcome.name;
@@ -62,7 +63,7 @@ bool RenameInterface(const UdevWorld& world, const Event& event, Outcome& outcom
     return true;
   }
   if (world.rename_interfaces) {
-    const absl::Status renamed = io::RenameInterface(ifindex, name);
+    const absl::Status renamed = io::RenameInterface(*ifindex, name);
     if (StatusErrno(renamed) == EBUSY) {
       // udevd: the interface is up, someone else took it over; not an error.
       work.report.log.push_back(absl::StrCat("interface ", sysname, " is up, not renamed to ", name));

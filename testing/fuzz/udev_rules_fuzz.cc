@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "hotplug/udev/ifindex.h"
 #include "hotplug/udevrules/compiled_rules.h"
 #include "hotplug/udevrules/executor.h"
 #include "hotplug/udevrules/format.h"
@@ -220,7 +221,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view action = "add";
   for (const auto& [k, v] : env) {
     views.emplace_back(k, v);
-    if (k == "IFINDEX") has_ifindex = !v.empty() && v[0] >= '1' && v[0] <= '9';
+    if (k == "IFINDEX") has_ifindex = hotplug::udev::ParseIfindex(v).has_value();  // as sd-device
     if (k == "ACTION") action = v;
   }
   const ur::EventInput event{.action = action, .devpath = kDevpath, .properties = views};
