@@ -102,10 +102,7 @@ void BlockingPool::WorkerLoop() {
     } else {
       job->Execute();
     }
-    job->Complete();
-    // Possibly the last reference (the task is gone): free it outside the lock.
-    job.reset();
-
+    // Counted before the task can see its result: a task that got it finds it in stats().
     lock.lock();
     --stats_.running;
     if (skipped) {
@@ -113,6 +110,11 @@ void BlockingPool::WorkerLoop() {
     } else {
       ++stats_.completed;
     }
+    lock.unlock();
+    job->Complete();
+    // Possibly the last reference (the task is gone): free it outside the lock.
+    job.reset();
+    lock.lock();
   }
 }
 
