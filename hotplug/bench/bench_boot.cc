@@ -9,22 +9,25 @@
 namespace hotring::hotplug::bench {
 
 int BenchBootCommand(const std::vector<std::string>& args) {
-  constexpr char kScript[] = "testing/initramfs/bench_boot.sh";
-  if (::access(kScript, R_OK) != 0) {
+  return ExecCheckoutScript("hotring bench boot", "testing/initramfs/bench_boot.sh", args);
+}
+
+int ExecCheckoutScript(const char* command, const char* script, const std::vector<std::string>& args) {
+  if (::access(script, R_OK) != 0) {
     std::fprintf(stderr,
-                 "hotring bench boot: no %s here: run it from a hotring checkout (it builds the "
+                 "%s: no %s here: run it from a hotring checkout (it builds the "
                  "images with the checkout's scripts and boots them in qemu)\n",
-                 kScript);
+                 command, script);
     return 2;
   }
-  std::vector<std::string> argv = {"sh", kScript};
+  std::vector<std::string> argv = {"sh", script};
   bool has_hotring = false;
   for (const std::string& arg : args) has_hotring |= arg == "--hotring";
   if (!has_hotring) {
     char self[4096];
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
-      std::fprintf(stderr, "hotring bench boot: cannot read /proc/self/exe\n");
+      std::fprintf(stderr, "%s: cannot read /proc/self/exe\n", command);
       return 1;
     }
     argv.push_back("--hotring");
@@ -36,7 +39,7 @@ int BenchBootCommand(const std::vector<std::string>& args) {
   pointers.push_back(nullptr);
   std::fflush(nullptr);
   ::execv("/bin/sh", pointers.data());
-  std::fprintf(stderr, "hotring bench boot: exec /bin/sh: %s\n", std::strerror(errno));
+  std::fprintf(stderr, "%s: exec /bin/sh: %s\n", command, std::strerror(errno));
   return 1;
 }
 

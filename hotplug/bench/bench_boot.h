@@ -13,6 +13,11 @@ namespace hotring::hotplug::bench {
 // failure: 2 outside a checkout, 1 when the script cannot be started.
 int BenchBootCommand(const std::vector<std::string>& args);
 
+// What BenchBootCommand does, for any benchmark that is a checkout's guest script: execs
+// `sh SCRIPT [--hotring /proc/self/exe] ARGS...` from the current directory. `command` names
+// the caller in its errors ("hotring bench boot"). Returns only on failure, as above.
+int ExecCheckoutScript(const char* command, const char* script, const std::vector<std::string>& args);
+
 }  // namespace hotring::hotplug::bench
 
 #endif  // HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_

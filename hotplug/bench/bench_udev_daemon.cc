@@ -32,6 +32,7 @@
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "hotplug/bench/bench_boot.h"
 #include "hotplug/bench/bench_daemon.h"
 #include "hotplug/bench/bench_memory.h"
 #include "hotplug/bench/bench_udev_rules.h"
@@ -390,19 +391,35 @@ std::string Report(const std::vector<Measurement>& ours, const std::vector<Measu
 }  // namespace
 
 int BenchUdevRulesCommand(const std::vector<std::string>& args) {
+  constexpr char kGuestScript[] = "testing/udevcompat/bench_scale.sh";
+  // The guest benchmark is a checkout's script; every option after --guest is its own.
+  if (!args.empty() && args[0] == "--guest") {
+    return ExecCheckoutScript("hotring bench udev-rules --guest", kGuestScript,
+                              std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   Options options;
+  bool guest = false;
   FlagSet flags("bench udev-rules",
                 "usage: hotring bench udev-rules [options]\n"
+                "       hotring bench udev-rules --guest [guest options]\n"
                 "udevd's rules directories on a coldplug (`change`) of this machine's devices, through\n"
                 "`hotring daemon --udev-compat` and systemd-udevd in turn, each in a private mount and\n"
                 "network namespace with a fresh tmpfs /run and a copy of /dev. Root only.");
-  flags.Int("--runs", "N", &options.runs, 1, 100, "runs of both daemons (default 3)")
+  flags.Bool("--guest", &guest,
+             "instead: qemu guests with 100 to 4,000 scsi_debug and dummy devices, Debian's initramfs "
+             "with systemd-udevd and with this binary as its drop-in (testing/udevcompat/bench_scale.sh "
+             "of a checkout; first, the options after it are the script's: --guest --help)")
+      .Int("--runs", "N", &options.runs, 1, 100, "runs of both daemons (default 3)")
       .String("--udevd", "PATH", &options.udevd,
               "systemd-udevd to compare with (default /lib/systemd/systemd-udevd; \"\": none)")
       .String("--udevadm", "PATH", &options.udevadm, "its udevadm (default /usr/bin/udevadm)")
       .Seconds("--timeout", "S", &options.timeout, "for one daemon to announce every event (default 180)")
       .Bool("--engine", &options.engine, "also the rules engine alone on /sys's devices");
   if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
+  if (guest) {
+    std::fprintf(stderr, "bench udev-rules: --guest comes first (the options after it are %s's)\n", kGuestScript);
+    return 2;
+  }
   if (options.engine) {
     absl::StatusOr<UdevRulesBenchReport> engine = RunUdevRulesBench(UdevRulesBenchOptions{});
     if (!engine.ok()) {

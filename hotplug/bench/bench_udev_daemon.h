@@ -9,6 +9,9 @@
 // the last announcement is the settle wall time; the daemon's CPU (all its threads and
 // processes, the programs they ran included) over the same window, per event, is the cost.
 // With --engine, the rules engine alone on the same devices (bench_udev_rules.h) is printed too.
+// With --guest (first), the same comparison in qemu guests at several sizes, 100 to 4,000
+// devices: a checkout's testing/udevcompat/bench_scale.sh, execed with this binary as the
+// drop-in, as `bench boot` execs bench_boot.sh.
 #ifndef HOTRING_HOTPLUG_BENCH_BENCH_UDEV_DAEMON_H_
 #define HOTRING_HOTPLUG_BENCH_BENCH_UDEV_DAEMON_H_
 

@@ -116,7 +116,8 @@ constexpr Command kCommands[] = {
     {"bench", "memory", "", "the daemon's memory idle and through a 100,000-event burst",
      bench::BenchMemoryCommand},
     {"bench", "udev-rules", "",
-     "udevd's rules on a coldplug of this machine: the daemon against systemd-udevd",
+     "udevd's rules on a coldplug of this machine: the daemon against systemd-udevd\n"
+     "(--guest: in qemu guests with 100 to 4,000 devices, testing/udevcompat/bench_scale.sh)",
      bench::BenchUdevRulesCommand},
     {"bench", "sysv", "", "IPC: SysV message queue ping-pong", ipc::BenchSysvCommand},
     {"bench", "uds", "", "IPC: Unix socket ping-pong (starts uds-server and uds-client)",

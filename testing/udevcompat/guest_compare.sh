@@ -137,18 +137,7 @@ printf '/scripts/init-top/zz_dump "$@"\n' >>"$work/overlay/scripts/init-top/ORDE
 if [ "$mode" = rules ]; then
   # This machine's whole udev setup, the same in both images.
   o="$work/overlay"
-  cp -a /lib/udev/rules.d/. "$o/usr/lib/udev/rules.d/"
-  if [ -n "$(ls /etc/udev/rules.d 2>/dev/null)" ]; then
-    mkdir -p "$o/etc/udev/rules.d"; cp -a /etc/udev/rules.d/. "$o/etc/udev/rules.d/"
-  fi
-  [ ! -e /lib/udev/hwdb.bin ] || cp /lib/udev/hwdb.bin "$o/usr/lib/udev/hwdb.bin"
-  [ ! -e /etc/udev/hwdb.bin ] || { mkdir -p "$o/etc/udev"; cp /etc/udev/hwdb.bin "$o/etc/udev/hwdb.bin"; }
-  # The programs beside the rules (ata_id, scsi_id, cdrom_id, ..., and scripts).
-  for p in /lib/udev/*; do
-    if [ -f "$p" ] && [ -x "$p" ]; then copy_program "$o" usr "$p"; fi
-  done
-  mkdir -p "$o/etc"
-  cp /etc/passwd /etc/group "$o/etc/"
+  copy_udev_setup "$o"
   # initramfs-tools starts udevd with --resolve-names=never: OWNER/GROUP names would be
   # ignored by both daemons.
   sed "s/--resolve-names=never/--resolve-names=$resolve/" "$main/scripts/init-top/udev" \
