@@ -453,6 +453,9 @@ LoadPlan PlanFromResolution(absl::string_view query, const Resolution& resolutio
   for (const Probe& probe : resolution.probes) {
     if (probe.blacklisted) continue;
     any_probe = true;
+    if (std::find(plan.matched.begin(), plan.matched.end(), probe.name) == plan.matched.end()) {
+      plan.matched.push_back(probe.name);
+    }
     for (const ProbeStep& step : probe.steps) {
       const size_t at = position(step.name);
       if (at == plan.modules.size()) {
@@ -478,6 +481,9 @@ LoadPlan PlanFromResolution(absl::string_view query, const Resolution& resolutio
       }
       ModuleToLoad& module = plan.modules[at];
       module.required |= step.required;
+      if (std::find(module.wanted_by.begin(), module.wanted_by.end(), probe.name) == module.wanted_by.end()) {
+        module.wanted_by.push_back(probe.name);
+      }
       for (const std::string& need : step.needs) {
         if (position(need) >= at) continue;
         if (std::find(module.needs.begin(), module.needs.end(), need) == module.needs.end()) {

@@ -95,6 +95,7 @@ TEST_P(KmodResolverTest, AliasGlobResolvesDependenciesFirstAndSkipsBlacklistedMa
                                      " speed=10 \n"));
   const LoadPlan plan = *resolver_->Resolve(kPci, true);
   EXPECT_THAT(Names(plan), ElementsAre("crc", "core_util", "foo_net"));
+  EXPECT_THAT(plan.matched, ElementsAre("foo_net"));  // bar is blacklisted
   EXPECT_THAT(plan.modules[0].needs, IsEmpty());
   EXPECT_THAT(plan.modules[1].needs, ElementsAre("crc"));  // its own modules.dep line
   EXPECT_THAT(plan.modules[2].needs, ElementsAre("crc", "core_util"));
@@ -144,6 +145,9 @@ TEST_P(KmodResolverTest, SoftdepPreAndPostSurroundTheModule) {
   EXPECT_FALSE(plan.modules[0].required);
   EXPECT_TRUE(plan.modules[1].required);
   EXPECT_FALSE(plan.modules[2].required);
+  // And which matched module each belongs to: once uhci_hcd is in the kernel, none is tried.
+  EXPECT_THAT(plan.matched, ElementsAre("uhci_hcd"));
+  for (const ModuleToLoad& m : plan.modules) EXPECT_THAT(m.wanted_by, ElementsAre("uhci_hcd")) << m.name;
   // modules.softdep's line (from the module's own modinfo) works too; its name is an alias.
   EXPECT_EQ(Show("sd"), absl::StrCat("insmod ", Path("kernel/lib/crc.ko"), " \n", "insmod ",
                                      Path("kernel/drivers/misc/sd.ko"), " \n"));

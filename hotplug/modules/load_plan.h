@@ -26,6 +26,9 @@ struct ModuleToLoad {
   // The query's own module or one of its dependencies. False for softdep modules and what they
   // pull in: as with kmod, their failure fails nothing else (a need on them only orders).
   bool required = true;
+  // The modules the query matched (LoadPlan::matched) whose probe lists hold this one: once
+  // every one of them is in the kernel, this one is not needed (kmod skips the whole list).
+  std::vector<std::string> wanted_by;
 
   bool operator==(const ModuleToLoad&) const = default;
 };
@@ -34,6 +37,11 @@ struct ModuleToLoad {
 struct LoadPlan {
   std::string query;  // the name or alias asked for
   std::vector<ModuleToLoad> modules;
+  // The modules the query itself matched (not blacklisted), each with its probe list in
+  // `modules`. As kmod (modprobe, udev's kmod builtin): a matched module the kernel has already
+  // (loaded or builtin) is done, its softdeps and dependencies are not tried again (a softdep
+  // that failed on the first device is not retried on every later one).
+  std::vector<std::string> matched;
   // The alias matched only blacklisted modules (nothing to load, not an error).
   bool blacklisted = false;
   // Load ahead of the other plans: the loader queues these loads before the ones waiting for a

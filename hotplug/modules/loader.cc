@@ -13,6 +13,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
@@ -157,6 +158,8 @@ absl::string_view OutcomeName(ModuleOutcome outcome) {
       return "dependency failed";
     case ModuleOutcome::kTimedOut:
       return "timed out";
+    case ModuleOutcome::kNotNeeded:
+      return "not needed";
   }
   return "?";
 }
@@ -201,6 +204,7 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
     results[i] = ModuleResult{plan.modules[i].name, outcome, std::move(status)};
     ++finished;
   };
+  co_await SkipWhatTheKernelHas(reactor, plan, index, finish);
   bool expired = false;
   // Declared after what its task touches: destroyed (cancelling the timer) first.
   TaskScope timer;
@@ -302,6 +306,52 @@ Task<PlanResult> Loader::Load(io::Reactor& reactor, LoadPlan plan) {
   co_return result;
 }
 
+template <typename Finish>
+Task<void> Loader::SkipWhatTheKernelHas(io::Reactor& reactor, const LoadPlan& plan,
+                                        const absl::flat_hash_map<absl::string_view, size_t>& index,
+                                        Finish& finish) {
+  // Which matched modules the kernel has: a builtin one by the plan, a loaded one by the kernel
+  // (on the pool: /sys/module is a file system).
+  absl::flat_hash_set<std::string> in_kernel;
+  std::vector<std::string> to_ask;
+  for (const std::string& name : plan.matched) {
+    const auto it = index.find(name);
+    if (it != index.end() && plan.modules[it->second].builtin) {
+      in_kernel.insert(name);
+    } else {
+      to_ask.push_back(name);
+    }
+  }
+  if (!to_ask.empty()) {
+    auto job = [kernel = kernel_, to_ask = std::move(to_ask)] {
+      std::vector<std::string> loaded;
+      for (const std::string& name : to_ask) {
+        if (kernel->IsLoaded(name)) loaded.push_back(name);
+      }
+      return loaded;
+    };
+    Task<absl::StatusOr<std::vector<std::string>>> ask = pool_->Run(reactor, std::move(job));
+    absl::StatusOr<std::vector<std::string>> loaded = co_await std::move(ask);
+    if (!loaded.ok()) co_return;  // the loads find out for themselves
+    in_kernel.insert(loaded->begin(), loaded->end());
+  }
+  if (in_kernel.empty()) co_return;
+  for (size_t i = 0; i < plan.modules.size(); ++i) {
+    const ModuleToLoad& module = plan.modules[i];
+    if (module.wanted_by.empty() || module.builtin) continue;
+    const bool not_needed = std::all_of(module.wanted_by.begin(), module.wanted_by.end(),
+                                        [&](const std::string& m) { return in_kernel.contains(m); });
+    if (!not_needed) continue;
+    if (in_kernel.contains(module.name)) {
+      ++counters_.already_loaded;
+      finish(i, ModuleOutcome::kAlreadyLoaded, absl::OkStatus());
+    } else {
+      ++counters_.not_needed;
+      finish(i, ModuleOutcome::kNotNeeded, absl::OkStatus());
+    }
+  }
+}
+
 std::shared_ptr<Loader::Pending> Loader::Start(io::Reactor& reactor, const ModuleToLoad& module,
                                                bool first) {
   if (module.builtin) {
@@ -401,14 +451,24 @@ Task<void> Loader::RunLoad(io::Reactor& reactor, ModuleToLoad module,
       ++counters_.already_loaded;
       LogDebug("modules: %s is already loaded", module.name);
       break;
-    case ModuleOutcome::kFailed:
+    case ModuleOutcome::kFailed: {
       ++counters_.failed;
-      // The status names the call and its errno: "finit_module(PATH): ... (errno N)".
-      LogError("modules: loading %s failed: %s", module.name, pending->status.message());
+      // The status names the call and its errno: "finit_module(PATH): ... (errno N)". Its level
+      // as kmod's modprobe -v gives it: no device for the driver here (ENODEV) is a notice, no
+      // such module a warning, anything else an error; a `quiet` console shows errors only.
+      const int err = StatusErrno(pending->status);
+      const LogLevel level = err == ENODEV ? LogLevel::kNotice
+                             : err == ENOENT ? LogLevel::kWarning
+                                             : LogLevel::kError;
+      if (LogEnabled(level)) {
+        LogLine(level, absl::StrCat("modules: loading ", module.name, " failed: ", pending->status.message()));
+      }
       break;
+    }
     case ModuleOutcome::kBuiltin:
     case ModuleOutcome::kDependencyFailed:
     case ModuleOutcome::kTimedOut:
+    case ModuleOutcome::kNotNeeded:
       break;
   }
   if (pending->outcome != ModuleOutcome::kAlreadyLoaded) {

@@ -101,6 +101,7 @@ enum class ModuleOutcome {
   kFailed,            // finit_module or the install command failed
   kDependencyFailed,  // a module it needs failed (or the plan's needs form a cycle)
   kTimedOut,          // still loading (or waiting to) when the plan stopped waiting for it
+  kNotNeeded,         // every module it was for is in the kernel already: not tried (kmod)
 };
 [[nodiscard]] absl::string_view OutcomeName(ModuleOutcome outcome);
 [[nodiscard]] inline bool IsSuccess(ModuleOutcome outcome) {
@@ -140,6 +141,8 @@ struct LoaderCounters {
   uint64_t joined = 0;             // requests that waited for a load already in flight
   uint64_t first = 0;              // loads started for a `first` plan
   uint64_t timed_out = 0;          // modules a plan stopped waiting for (Options::wait_limit)
+  uint64_t not_needed = 0;         // softdeps and dependencies of a matched module already in
+                                   // the kernel, not tried (kmod's check; per plan)
   uint64_t records_dropped = 0;    // LoadRecords forgotten beyond Options::max_records
   size_t peak_in_flight = 0;       // most loads running at once
   absl::Duration load_time;        // sum of the loads' durations
@@ -203,6 +206,13 @@ class Loader {
                      bool first);
   // Sets `expired` after `after` and wakes the plans.
   Task<void> ExpireAfter(io::Reactor& reactor, absl::Duration after, bool& expired);
+  // kmod's check before a plan loads anything: the modules of the plan that only matched
+  // modules the kernel has (loaded or builtin) need are finished at once, through `finish`
+  // (index, outcome, status), as kAlreadyLoaded or kNotNeeded.
+  template <typename Finish>
+  Task<void> SkipWhatTheKernelHas(io::Reactor& reactor, const LoadPlan& plan,
+                                  const absl::flat_hash_map<absl::string_view, size_t>& index,
+                                  Finish& finish);
   // One load's place in serial mode's first-come, first-served line for the single slot.
   // Leaving (however the load's frame ends) hands the slot on or leaves the line.
   class SerialTurn {

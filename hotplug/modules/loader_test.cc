@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "core/status.h"
 #include "core/task_scope.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/modules/fake_kernel.h"
 #include "io/reactor.h"
@@ -398,6 +400,76 @@ TEST_F(LoaderTest, AFailedSoftdepOnlyOrdersTheModuleAfterIt) {
   EXPECT_EQ(OutcomeOf(result, "uhci"), ModuleOutcome::kLoaded);
   EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"ehci", "uhci"}));
   EXPECT_EQ(loader_->counters().dependency_failed, 0u);
+}
+
+// A SCSI disk's MODALIAS: sd_mod needs crc_t10dif, whose softdep crct10dif_pclmul fails on a
+// CPU without PCLMUL. As kmod (udev's kmod builtin, modprobe): once sd_mod is in the kernel, a
+// later disk's event tries nothing of its list again, the failed softdep included.
+LoadPlan DiskPlan() {
+  ModuleToLoad pclmul = M("crct10dif_pclmul");
+  pclmul.required = false;
+  LoadPlan plan = Plan("scsi:t-0x00", {pclmul, M("crc_t10dif", {"crct10dif_pclmul"}), M("sd_mod", {"crc_t10dif"})});
+  plan.matched = {"sd_mod"};
+  for (ModuleToLoad& m : plan.modules) m.wanted_by = {"sd_mod"};
+  return plan;
+}
+
+TEST_F(LoaderTest, NothingOfAMatchedModulesListIsTriedOnceTheKernelHasIt) {
+  kernel_->FailWith("crct10dif_pclmul", ENODEV);
+  const PlanResult first = Run(DiskPlan());
+  EXPECT_EQ(OutcomeOf(first, "crct10dif_pclmul"), ModuleOutcome::kFailed);
+  EXPECT_EQ(OutcomeOf(first, "sd_mod"), ModuleOutcome::kLoaded);
+  for (int disk = 0; disk < 3; ++disk) {
+    const PlanResult later = Run(DiskPlan());
+    EXPECT_EQ(later.failures(), 0u);
+    EXPECT_EQ(OutcomeOf(later, "crct10dif_pclmul"), ModuleOutcome::kNotNeeded);
+    EXPECT_EQ(OutcomeOf(later, "crc_t10dif"), ModuleOutcome::kNotNeeded);
+    EXPECT_EQ(OutcomeOf(later, "sd_mod"), ModuleOutcome::kAlreadyLoaded);
+  }
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"crct10dif_pclmul", "crc_t10dif", "sd_mod"}));
+  EXPECT_EQ(loader_->counters().failed, 1u);
+  EXPECT_EQ(loader_->counters().not_needed, 6u);
+}
+
+TEST_F(LoaderTest, AnAliasMatchingTwoModulesLoadsTheListOfTheOneMissing) {
+  // The alias matched a (loaded) and b (not): a's softdep is not tried, b's list is.
+  kernel_->SetLoaded("a");
+  ModuleToLoad soft_a = M("soft_a");
+  soft_a.required = false;
+  soft_a.wanted_by = {"a"};
+  ModuleToLoad a = M("a", {"soft_a", "common"});
+  a.wanted_by = {"a"};
+  ModuleToLoad b = M("b", {"common"});
+  b.wanted_by = {"b"};
+  ModuleToLoad common = M("common");
+  common.wanted_by = {"a", "b"};
+  LoadPlan plan = Plan("alias", {soft_a, common, a, b});
+  plan.matched = {"a", "b"};
+  const PlanResult result = Run(std::move(plan));
+  EXPECT_EQ(result.failures(), 0u);
+  EXPECT_EQ(OutcomeOf(result, "soft_a"), ModuleOutcome::kNotNeeded);
+  EXPECT_EQ(OutcomeOf(result, "a"), ModuleOutcome::kAlreadyLoaded);
+  EXPECT_EQ(OutcomeOf(result, "common"), ModuleOutcome::kLoaded);
+  EXPECT_EQ(OutcomeOf(result, "b"), ModuleOutcome::kLoaded);
+  EXPECT_EQ(kernel_->started(), (std::vector<std::string>{"common", "b"}));
+}
+
+TEST_F(LoaderTest, AFailedLoadIsLoggedAtKmodsLevel) {
+  // A quiet console shows errors only: a driver with no device here is no error.
+  const std::string log = absl::StrCat(::testing::TempDir(), "/loader_levels.log");
+  ASSERT_TRUE(InitLogging(LogSink::kFile, LogLevel::kDebug, "hotring", log).ok());
+  kernel_->FailWith("nodev", ENODEV);
+  kernel_->FailWith("io", EIO);
+  ModuleToLoad missing = M("missing");
+  missing.path.clear();  // ENOENT: no module file
+  (void)Run(Plan("q", {M("nodev"), M("io"), missing}));
+  ASSERT_TRUE(InitLogging(LogSink::kStderr, LogLevel::kInfo).ok());
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_THAT(text.str(), ::testing::HasSubstr("notice: modules: loading nodev failed"));
+  EXPECT_THAT(text.str(), ::testing::HasSubstr("error: modules: loading io failed"));
+  EXPECT_THAT(text.str(), ::testing::HasSubstr("warning: modules: loading missing failed"));
 }
 
 TEST_F(LoaderTest, AFailedModuleIsRetriedByALaterEvent) {
