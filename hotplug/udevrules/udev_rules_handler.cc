@@ -316,16 +316,36 @@ Task<void> UdevRulesHandler::RunList(io::Reactor& reactor, const Event& event, c
     absl::StatusOr<io::process::SpawnResult> result = co_await spawner_->Run(reactor, std::move(request));
     if (!result.ok()) {
       ++counters_.run_failed;
-      LogWarning("udevrules: %s: RUN '%s': %s", EventLabel(event), entry.command, result.status().message());
+      LogRunFailure(event, entry, result.status().message());
     } else if (result->timed_out) {
       ++counters_.run_timed_out;
       LogWarning("udevrules: %s: RUN '%s' timed out, %s", EventLabel(event), entry.command,
                  result->killed ? "killed" : "terminated");
     } else if (!result->exit.success()) {
       ++counters_.run_failed;
-      LogWarning("udevrules: %s: RUN '%s': %s", EventLabel(event), entry.command,
-                 io::process::DescribeExit(result->exit));
+      LogRunFailure(event, entry, io::process::DescribeExit(result->exit));
     }
+  }
+}
+
+void UdevRulesHandler::LogRunFailure(const Event& event, const RunEntry& entry, absl::string_view why) {
+  // A program missing from an image fails for every device of a kind (99-systemd.rules'
+  // systemd-sysctl for each interface): its first failures are warnings, the rest are counted
+  // (udevrules_run_failed) and only written at debug level.
+  constexpr uint32_t kWarnings = 3;
+  constexpr size_t kProgramsTracked = 256;
+  uint32_t* seen = nullptr;
+  if (auto it = run_failures_.find(entry.argv[0]); it != run_failures_.end()) {
+    seen = &it->second;
+  } else if (run_failures_.size() < kProgramsTracked) {
+    seen = &run_failures_[entry.argv[0]];
+  }
+  const uint32_t count = seen == nullptr ? kWarnings + 1 : ++*seen;
+  if (count <= kWarnings) {
+    LogWarning("udevrules: %s: RUN '%s': %s%s", EventLabel(event), entry.command, why,
+               count == kWarnings ? " (further failures of this program are only counted)" : "");
+  } else {
+    LogDebug("udevrules: %s: RUN '%s': %s", EventLabel(event), entry.command, why);
   }
 }
 

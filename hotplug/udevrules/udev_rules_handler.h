@@ -120,6 +120,8 @@ class UdevRulesHandler final : public Handler {
                      const std::vector<std::string>& env, MonoTime deadline);
   Task<void> RunBuiltin(io::Reactor& reactor, const Event& event, const RunEntry& entry,
                         const std::vector<std::string>& env);
+  // A RUN program that could not start or failed: a warning the first times for each program.
+  void LogRunFailure(const Event& event, const RunEntry& entry, absl::string_view why);
   // udevd's cleanup of /run/udev/links once idle: the ".lock" files and empty claim directories.
   Task<void> CleanUpClaims(io::Reactor& reactor);
   // After RUN: the node watched again (EventWork::watch).
@@ -140,6 +142,8 @@ class UdevRulesHandler final : public Handler {
   // What each running event waits for (the daemon keeps running events at stable addresses).
   absl::flat_hash_map<const Event*, std::string> waiting_;
   bool claims_to_clean_ = false;  // an event used a claim directory since the last cleanup
+  // RUN failures so far by program (argv[0]), for LogRunFailure; bounded.
+  absl::flat_hash_map<std::string, uint32_t> run_failures_;
 };
 
 }  // namespace hotring::hotplug::udevrules

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/log.h"
 #include "core/task_scope.h"
 #include "io/ops.h"
 #include "io/reactor.h"
@@ -586,6 +587,27 @@ TEST_F(UdevRulesHandlerTest, AWatchedNodeClosedAfterAWriteChangesTheDevice) {
   EXPECT_TRUE(Exists(Run("watch/c1:3")));
   Handle(TtyEvent("remove", "watched", 3, 5, 1));
   EXPECT_FALSE(Exists(Run("watch/c1:3")));
+}
+
+// A program missing from the image fails for every device of a kind: the first failures are
+// warnings, the rest are counted and written at debug level only.
+TEST_F(UdevRulesHandlerTest, ARunProgramThatKeepsFailingIsLoggedThreeTimesAndCounted) {
+  Rules("99-missing.rules", "KERNEL==\"ttyUSB*\", RUN+=\"/nonexistent/systemd-sysctl --prefix=/net\"\n");
+  for (int i = 0; i < 6; ++i) AddTty(absl::StrCat("ttyUSB", i), i);
+  MakeHandler();
+  const std::string log = base_ + "/handler.log";
+  ASSERT_TRUE(InitLogging(LogSink::kFile, LogLevel::kInfo, "hotring", log).ok());
+  for (int i = 0; i < 6; ++i) Handle(TtyEvent("add", absl::StrCat("ttyUSB", i), i, 10 + i));
+  ASSERT_TRUE(InitLogging(LogSink::kStderr, LogLevel::kInfo).ok());
+  EXPECT_EQ(Counter("udevrules_run_failed"), 6u);
+  const std::string text = ReadFile(log);
+  size_t warnings = 0;
+  for (size_t at = text.find("RUN '/nonexistent/systemd-sysctl"); at != std::string::npos;
+       at = text.find("RUN '/nonexistent/systemd-sysctl", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 3u) << text;
+  EXPECT_THAT(text, HasSubstr("further failures of this program are only counted"));
 }
 
 }  // namespace
