@@ -37,17 +37,17 @@ struct ModuleToLoad {
 struct LoadPlan {
   std::string query;  // the name or alias asked for
   std::vector<ModuleToLoad> modules;
-  // The modules the query itself matched (not blacklisted), each with its probe list in
-  // `modules`. As kmod (modprobe, udev's kmod builtin): a matched module the kernel has already
-  // (loaded or builtin) is done, its softdeps and dependencies are not tried again (a softdep
-  // that failed on the first device is not retried on every later one).
-  std::vector<std::string> matched;
   // The alias matched only blacklisted modules (nothing to load, not an error).
   bool blacklisted = false;
   // Load ahead of the other plans: the loader queues these loads before the ones waiting for a
   // thread and raises their threads' CPU priority while they run (set by the modules stage for
   // the drivers of bus controllers: bus_controller.h).
   bool first = false;
+  // The modules the query itself matched (not blacklisted), each with its probe list in
+  // `modules`. As kmod (modprobe, udev's kmod builtin): a matched module the kernel has already
+  // (loaded or builtin) is done, its softdeps and dependencies are not tried again (a softdep
+  // that failed on the first device is not retried on every later one).
+  std::vector<std::string> matched;
   // Nothing matched (not an error for a MODALIAS: many devices have no driver module).
   [[nodiscard]] bool unmatched() const { return modules.empty() && !blacklisted; }
 };
