@@ -10,7 +10,40 @@
 
 namespace hotring::io {
 
-BlockingPool::BlockingPool(Options options) : options_(std::move(options)) {}
+namespace blocking_internal {
+
+absl::StatusOr<std::shared_ptr<const ThreadWake>> WakeCache::Take() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      std::shared_ptr<const ThreadWake> wake = std::move(free_.back());
+      free_.pop_back();
+      return wake;
+    }
+  }
+  absl::StatusOr<ThreadWake> made = ThreadWake::Create();
+  if (!made.ok()) return made.status();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++made_;
+  return std::make_shared<const ThreadWake>(*std::move(made));
+}
+
+void WakeCache::Give(std::shared_ptr<const ThreadWake> wake) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.size() < keep_) free_.push_back(std::move(wake));
+}
+
+uint64_t WakeCache::made() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return made_;
+}
+
+}  // namespace blocking_internal
+
+BlockingPool::BlockingPool(Options options)
+    : options_(std::move(options)),
+      // As many as can wait at once in a busy stage: a few per thread.
+      wakes_(std::make_shared<blocking_internal::WakeCache>(std::max<size_t>(options_.max_threads, 1) * 4)) {}
 
 BlockingPool::~BlockingPool() { Shutdown(); }
 
@@ -141,8 +174,13 @@ void BlockingPool::Shutdown() {
 }
 
 BlockingPool::Stats BlockingPool::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  Stats stats;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats = stats_;
+  }
+  stats.wakes_made = wakes_->made();
+  return stats;
 }
 
 }  // namespace hotring::io

@@ -56,12 +56,37 @@ struct RunResult<absl::StatusOr<T>> {
   using Type = absl::StatusOr<T>;
 };
 
-// One job, shared by the awaiting task and the worker thread. Owns the job's eventfd. The
+// The eventfds of finished jobs, lent to the next ones: making and closing one per job is two
+// system calls and a file's life per event. Shared by a pool and its tasks (a task may outlive
+// its pool). A task gives its job's eventfd back only once it has read the job's one write, so
+// an eventfd taken from here holds no count and has no read in flight. Thread-safe.
+class WakeCache {
+ public:
+  explicit WakeCache(size_t keep) : keep_(keep) {}
+  WakeCache(const WakeCache&) = delete;
+  WakeCache& operator=(const WakeCache&) = delete;
+
+  // A kept eventfd, or a new one.
+  absl::StatusOr<std::shared_ptr<const ThreadWake>> Take();
+  // Keeps `wake` for a later job (up to `keep`; beyond, it is closed when its last user lets go).
+  void Give(std::shared_ptr<const ThreadWake> wake);
+  // Eventfds made so far.
+  [[nodiscard]] uint64_t made() const;
+
+ private:
+  const size_t keep_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<const ThreadWake>> free_;
+  uint64_t made_ = 0;
+};
+
+// One job, shared by the awaiting task and the worker thread. Shares the job's eventfd with the
+// pool's WakeCache (the worker only writes it, the task only reads it, neither changes it). The
 // worker writes the result, then publishes it with a release store of `done`; the task reads it
 // only after an acquire load saw `done` (the eventfd is the wake-up, not the synchronisation).
 class JobBase {
  public:
-  explicit JobBase(ThreadWake wake) : wake_(std::move(wake)) {}
+  explicit JobBase(std::shared_ptr<const ThreadWake> wake) : wake_(std::move(wake)) {}
   JobBase(const JobBase&) = delete;
   JobBase& operator=(const JobBase&) = delete;
   virtual ~JobBase() = default;
@@ -75,16 +100,17 @@ class JobBase {
   // Publishes the result and wakes the task.
   void Complete() {
     done_.store(true, std::memory_order_release);
-    wake_.Notify();
+    wake_->Notify();
   }
   [[nodiscard]] bool done() const { return done_.load(std::memory_order_acquire); }
   // The task is gone: nobody will read the result.
   void Abandon() { abandoned_.store(true, std::memory_order_relaxed); }
   [[nodiscard]] bool abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
-  [[nodiscard]] const ThreadWake& wake() const { return wake_; }
+  [[nodiscard]] const ThreadWake& wake() const { return *wake_; }
+  [[nodiscard]] const std::shared_ptr<const ThreadWake>& shared_wake() const { return wake_; }
 
  private:
-  ThreadWake wake_;
+  const std::shared_ptr<const ThreadWake> wake_;
   std::atomic<bool> done_{false};
   std::atomic<bool> abandoned_{false};
 };
@@ -95,7 +121,7 @@ class Job final : public JobBase {
   using Value = std::invoke_result_t<Fn&>;
   using Result = typename RunResult<Value>::Type;
 
-  Job(Fn fn, ThreadWake wake) : JobBase(std::move(wake)), fn_(std::move(fn)) {}
+  Job(Fn fn, std::shared_ptr<const ThreadWake> wake) : JobBase(std::move(wake)), fn_(std::move(fn)) {}
 
   void Execute() override {
     if constexpr (std::is_void_v<Value>) {
@@ -161,6 +187,7 @@ class BlockingPool {
     uint64_t completed = 0;    // jobs run to the end
     uint64_t skipped = 0;      // jobs dropped by their task before they started
     uint64_t refused = 0;      // Run() calls refused (queue full, shut down, no thread)
+    uint64_t wakes_made = 0;   // eventfds made for jobs (a finished job's goes to the next)
   };
 
   explicit BlockingPool(Options options);
@@ -194,6 +221,7 @@ class BlockingPool {
   void WorkerLoop();
 
   const Options options_;
+  const std::shared_ptr<blocking_internal::WakeCache> wakes_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<blocking_internal::JobBase>> queue_;
@@ -207,16 +235,25 @@ class BlockingPool {
 template <typename Fn>
 Task<typename blocking_internal::Job<Fn>::Result> BlockingPool::Run(Reactor& reactor, Fn fn,
                                                                     JobOrder order) {
-  absl::StatusOr<ThreadWake> wake = ThreadWake::Create();
+  const std::shared_ptr<blocking_internal::WakeCache> wakes = wakes_;
+  absl::StatusOr<std::shared_ptr<const ThreadWake>> wake = wakes->Take();
   if (!wake.ok()) co_return wake.status();
-  auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), std::move(*wake));
-  if (absl::Status queued = Enqueue(job, order); !queued.ok()) co_return queued;
+  auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), *wake);
+  if (absl::Status queued = Enqueue(job, order); !queued.ok()) {
+    wakes->Give(*std::move(wake));  // never written
+    co_return queued;
+  }
   const blocking_internal::AbandonOnDrop guard(job.get());
   // Nothing below touches the pool: it may be shut down and destroyed while we wait.
+  bool read_the_write = false;
   while (!job->done()) {
     absl::StatusOr<uint64_t> woken = co_await job->wake().Wait(reactor);
     if (!woken.ok()) co_return woken.status();
+    // The job writes its eventfd once: a read that returned took that write.
+    read_the_write = true;
   }
+  // A job that was done before we waited may not have written yet: its eventfd goes with it.
+  if (read_the_write) wakes->Give(job->shared_wake());
   co_return job->TakeResult();
 }
 

@@ -363,6 +363,36 @@ TEST(BlockingPoolTest, ATaskThatOutlivesItsPoolIsWokenWithCancelled) {
   EXPECT_EQ(result.code(), absl::StatusCode::kCancelled) << result;
 }
 
+TEST(BlockingPoolTest, AFinishedJobLendsItsEventfdToTheNext) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  // Each job waits for its task to wait for it: the task reads the job's write.
+  auto run_one = [&](Gate& gate, bool drop) {
+    Task<absl::Status> task = pool.Run(*reactor, [&gate] { gate.Enter(); });
+    task.Start();
+    ASSERT_TRUE(gate.WaitInside(1));
+    ASSERT_TRUE(reactor->RunOnce(false).ok());
+    if (drop) task.Reset();
+    gate.Open();
+    if (!drop) {
+      EXPECT_TRUE(Finish(*reactor, task).ok());
+    }
+  };
+  Gate gates[5];
+  for (int i = 0; i < 3; ++i) run_one(gates[i], false);
+  EXPECT_EQ(pool.stats().wakes_made, 1u);
+  // A task dropped while it waits keeps its eventfd from the next jobs: its cancelled read
+  // could still take their writes.
+  run_one(gates[3], true);
+  Drain(*reactor);
+  for (int i = 0; i < 2000 && pool.stats().completed < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run_one(gates[4], false);
+  EXPECT_EQ(pool.stats().wakes_made, 2u);
+  EXPECT_EQ(pool.stats().completed, 5u);
+}
+
 TEST(BlockingPoolTest, AFullQueueRefusesWork) {
   std::unique_ptr<Reactor> reactor = MakeReactor();
   BlockingPool pool({.max_threads = 1, .max_queued = 2});
