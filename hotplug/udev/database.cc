@@ -17,6 +17,24 @@
 namespace hotring::hotplug::udev {
 namespace {
 
+// Directory `name` beneath `parent`, made first when `create` and it is not there; never
+// through a symlink. Opened before any mkdir: the directory is there for every write but the
+// first, and a mkdir that fails with EEXIST costs as much as the open. `shown`: its path, for
+// errors.
+absl::StatusOr<UniqueFd> OpenDirBeneath(int parent, const std::string& name, bool create,
+                                        const std::string& shown) {
+  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  UniqueFd dir(::openat(parent, name.c_str(), kFlags));
+  if (!dir.valid() && errno == ENOENT && create) {
+    if (::mkdirat(parent, name.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoStatus(absl::StrCat("mkdir(", shown, ")"));
+    }
+    dir.Reset(::openat(parent, name.c_str(), kFlags));
+  }
+  if (!dir.valid()) return ErrnoStatus(absl::StrCat("open(", shown, ")"));
+  return dir;
+}
+
 bool ValidFileName(absl::string_view name) {
   return !name.empty() && name.size() < 256 && name != "." && name != ".." &&
          name.find('/') == absl::string_view::npos && name.find('\0') == absl::string_view::npos &&
@@ -130,12 +148,7 @@ absl::StatusOr<DatabaseDir> DatabaseDir::Open(const std::string& run_dir) {
 }
 
 absl::StatusOr<UniqueFd> DatabaseDir::DataDir(bool create) const {
-  if (create && ::mkdirat(fd_.get(), "data", 0755) != 0 && errno != EEXIST) {
-    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/data)"));
-  }
-  UniqueFd dir(::openat(fd_.get(), "data", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/data)"));
-  return dir;
+  return OpenDirBeneath(fd_.get(), "data", create, absl::StrCat(path_, "/data"));
 }
 
 absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content, bool persist) const {
@@ -199,18 +212,10 @@ absl::Status DatabaseDir::Remove(absl::string_view id) const {
 
 absl::StatusOr<UniqueFd> DatabaseDir::TagDir(absl::string_view tag, bool create) const {
   if (!ValidTagName(tag)) return absl::InvalidArgumentError(absl::StrCat("tag '", tag, "'"));
-  if (create && ::mkdirat(fd_.get(), "tags", 0755) != 0 && errno != EEXIST) {
-    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/tags)"));
-  }
-  UniqueFd tags(::openat(fd_.get(), "tags", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!tags.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/tags)"));
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd tags,
+                           OpenDirBeneath(fd_.get(), "tags", create, absl::StrCat(path_, "/tags")));
   const std::string name(tag);
-  if (create && ::mkdirat(tags.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoStatus(absl::StrCat("mkdir(", path_, "/tags/", name, ")"));
-  }
-  UniqueFd dir(::openat(tags.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/tags/", name, ")"));
-  return dir;
+  return OpenDirBeneath(tags.get(), name, create, absl::StrCat(path_, "/tags/", name));
 }
 
 absl::Status DatabaseDir::AddTag(absl::string_view tag, absl::string_view id) const {

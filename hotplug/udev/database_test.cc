@@ -185,5 +185,28 @@ TEST(DatabaseDir, DoesNotFollowASymlinkedDataDirectory) {
   EXPECT_TRUE(List(elsewhere).empty());
 }
 
+TEST(DatabaseDir, MakesItsDirectoriesAgainWhenTheyAreGone) {
+  // `udevadm info --cleanup-db` removes what is in them, and may remove a tag's directory.
+  const std::string run = TempDir("run_udev4");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->Write("n2", "V:1\n").ok());
+  ASSERT_TRUE(db->AddTag("systemd", "n2").ok());
+  ASSERT_EQ(unlink((run + "/data/n2").c_str()), 0);
+  ASSERT_EQ(rmdir((run + "/data").c_str()), 0);
+  ASSERT_EQ(unlink((run + "/tags/systemd/n2").c_str()), 0);
+  ASSERT_EQ(rmdir((run + "/tags/systemd").c_str()), 0);
+  EXPECT_TRUE(absl::IsNotFound(db->Read("n2").status()));
+  ASSERT_TRUE(db->Write("n2", "V:1\n").ok());
+  ASSERT_TRUE(db->AddTag("systemd", "n2").ok());
+  EXPECT_EQ(*db->Read("n2"), "V:1\n");
+  EXPECT_THAT(List(run + "/tags/systemd"), ElementsAre("n2"));
+  // A tag directory that is a dangling symlink is neither followed nor made.
+  const std::string elsewhere = TempDir("elsewhere2");
+  ASSERT_EQ(symlink(elsewhere.c_str(), (run + "/tags/seat").c_str()), 0);
+  EXPECT_FALSE(db->AddTag("seat", "n2").ok());
+  EXPECT_NE(access(elsewhere.c_str(), F_OK), 0);
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::udev

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +19,8 @@ namespace hotring::hotplug::udev {
 namespace {
 
 constexpr size_t kMaxAttribute = 65536;
+// One read asks for at most a page (x86's; a larger page only returns more).
+constexpr size_t kReadSize = 4096;
 
 // A devpath or attribute name must not climb out of the tree: sysfs names never hold "..".
 bool SafeComponentPath(absl::string_view path) {
@@ -37,15 +40,20 @@ std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
   if (!fd.valid()) return std::nullopt;
   struct stat st;
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  std::string out(4096, '\0');
+  std::string out(kReadSize, '\0');
   size_t got = 0;
   while (got < kMaxAttribute) {
     if (got == out.size()) out.resize(std::min(out.size() * 2, kMaxAttribute));
-    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    const size_t want = std::min(out.size() - got, kReadSize);
+    const ssize_t n = ::read(fd.get(), out.data() + got, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::nullopt;
-    if (n == 0) break;
     got += static_cast<size_t>(n);
+    // A read that does not fill what it asked for ends the file, as systemd's read_virtual_file
+    // takes it: sysfs returns an attribute's whole text in its first read, and a binary
+    // attribute at most a page per read, which is all a read here asks for. It saves the read
+    // that would return 0, one per attribute.
+    if (static_cast<size_t>(n) < want) break;
   }
   out.resize(got);
   while (!out.empty() && out.back() == '\n') out.pop_back();
@@ -85,6 +93,36 @@ std::vector<std::string> DirSysfsView::List(absl::string_view path) const {
   }
   ::closedir(d);
   return out;
+}
+
+std::optional<std::string> CachingSysfsView::Attribute(absl::string_view devpath,
+                                                       absl::string_view name) const {
+  std::string key = absl::StrCat(devpath, "\n", name);
+  auto it = attributes_.find(key);
+  if (it == attributes_.end()) it = attributes_.emplace(std::move(key), base_.Attribute(devpath, name)).first;
+  return it->second;
+}
+
+std::optional<std::string> CachingSysfsView::LinkName(absl::string_view devpath,
+                                                      absl::string_view name) const {
+  std::string key = absl::StrCat(devpath, "\n", name);
+  auto it = links_.find(key);
+  if (it == links_.end()) it = links_.emplace(std::move(key), base_.LinkName(devpath, name)).first;
+  return it->second;
+}
+
+bool CachingSysfsView::IsDevice(absl::string_view devpath) const {
+  auto it = devices_.find(devpath);
+  if (it == devices_.end()) it = devices_.emplace(std::string(devpath), base_.IsDevice(devpath)).first;
+  return it->second;
+}
+
+std::vector<std::string> CachingSysfsView::List(absl::string_view path) const { return base_.List(path); }
+
+void CachingSysfsView::Clear() {
+  attributes_.clear();
+  links_.clear();
+  devices_.clear();
 }
 
 std::string SubsystemOf(const SysfsView& view, absl::string_view devpath) {

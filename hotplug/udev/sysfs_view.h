@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 
 namespace hotring::hotplug::udev {
@@ -44,6 +45,31 @@ class DirSysfsView final : public SysfsView {
 
  private:
   std::string root_;
+};
+
+// Asks a view each question once and keeps the answer until Clear(): what one event reads, as
+// udevd's sd_device keeps a device's attributes, links and parent for the event, so that the
+// rules and the builtins they call (net_id, path_id, net_setup_link, ...) share the reads and
+// the parent walks of every builtin stop at the first one's. Borrows the view; one thread at a
+// time. List is not kept (it is asked for rarely, and a directory's names may change).
+class CachingSysfsView final : public SysfsView {
+ public:
+  explicit CachingSysfsView(const SysfsView& base) : base_(base) {}
+  [[nodiscard]] std::optional<std::string> Attribute(absl::string_view devpath,
+                                                     absl::string_view name) const override;
+  [[nodiscard]] std::optional<std::string> LinkName(absl::string_view devpath,
+                                                    absl::string_view name) const override;
+  [[nodiscard]] bool IsDevice(absl::string_view devpath) const override;
+  [[nodiscard]] std::vector<std::string> List(absl::string_view path) const override;
+  // Forgets every answer (after a write: what was read may be stale).
+  void Clear();
+
+ private:
+  const SysfsView& base_;
+  // Keyed by devpath "\n" name: a devpath holds no newline.
+  mutable absl::flat_hash_map<std::string, std::optional<std::string>> attributes_;
+  mutable absl::flat_hash_map<std::string, std::optional<std::string>> links_;
+  mutable absl::flat_hash_map<std::string, bool> devices_;
 };
 
 // What udev's sd_device answers for a devpath, derived from a view. Pure helpers.

@@ -29,43 +29,14 @@ std::string BuildArchitecture() {
 DaemonHost::DaemonHost(const HostContext& context) : DaemonHost(context, nullptr) {}
 
 DaemonHost::DaemonHost(const HostContext& context, const udev::BuiltinResources* builtins)
-    : SysfsHost(context.roots), context_(context), builtins_(builtins != nullptr ? builtins : context.builtins) {}
-
-template <typename Read>
-bool DaemonHost::Cached(char kind, absl::string_view devpath, absl::string_view name, std::string* out, Read read) {
-  std::string key = absl::StrCat(absl::string_view(&kind, 1), devpath, "\n", name);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    std::optional<std::string> value;
-    std::string v;
-    if (read(&v)) value = std::move(v);
-    it = cache_.emplace(std::move(key), std::move(value)).first;
-  }
-  if (!it->second.has_value()) return false;
-  *out = *it->second;
-  return true;
-}
-
-bool DaemonHost::ReadAttribute(absl::string_view devpath, absl::string_view name, std::string* out) {
-  return Cached('a', devpath, name, out,
-                [&](std::string* v) { return SysfsHost::ReadAttribute(devpath, name, v); });
-}
-
-bool DaemonHost::Subsystem(absl::string_view devpath, std::string* out) {
-  return Cached('s', devpath, "", out, [&](std::string* v) { return SysfsHost::Subsystem(devpath, v); });
-}
-
-bool DaemonHost::Driver(absl::string_view devpath, std::string* out) {
-  return Cached('d', devpath, "", out, [&](std::string* v) { return SysfsHost::Driver(devpath, v); });
-}
-
-bool DaemonHost::Parent(absl::string_view devpath, std::string* out) {
-  return Cached('p', devpath, "", out, [&](std::string* v) { return SysfsHost::Parent(devpath, v); });
-}
+    : SysfsHost(context.roots),
+      context_(context),
+      builtins_(builtins != nullptr ? builtins : context.builtins),
+      event_sysfs_(view()) {}
 
 absl::Status DaemonHost::WriteAttribute(absl::string_view path, absl::string_view value) {
   // What was read before the write is stale now.
-  cache_.clear();
+  event_sysfs_.Clear();
   return SysfsHost::WriteAttribute(path, value);
 }
 
@@ -122,7 +93,7 @@ absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view co
   if (builtins_ == nullptr) return absl::UnavailableError(absl::StrCat("builtin ", name, " is not available"));
   std::string devname;
   const std::vector<PropertyView> props = PropertiesBeneath(properties, context_.dev_root, &devname);
-  const udev::BuiltinDevice device{.sysfs = view(), .devpath = devpath, .properties = props};
+  const udev::BuiltinDevice device{.sysfs = sysfs(), .devpath = devpath, .properties = props};
   absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *builtins_);
   if (!result.ok()) return result.status();
   for (auto& kv : result->properties) out->push_back(std::move(kv));

@@ -49,11 +49,8 @@ class DaemonHost final : public SysfsHost {
                           absl::string_view devpath, absl::Span<const PropertyView> properties,
                           OwnedProperties* out) override;
   // Sysfs reads are kept for the event (udevd's sd_device caches them the same way): the rules
-  // ask the same parents for the same attributes line after line.
-  bool ReadAttribute(absl::string_view devpath, absl::string_view name, std::string* out) override;
-  bool Subsystem(absl::string_view devpath, std::string* out) override;
-  bool Driver(absl::string_view devpath, std::string* out) override;
-  bool Parent(absl::string_view devpath, std::string* out) override;
+  // ask the same parents for the same attributes line after line, and the builtins they call
+  // read the same files and walk the same parents again. A write forgets them.
   absl::Status WriteAttribute(absl::string_view path, absl::string_view value) override;
   bool ReadDatabase(absl::string_view devpath, DatabaseEntry* out) override;
   bool DeviceProperties(absl::string_view devpath, OwnedProperties* out) override;
@@ -76,16 +73,14 @@ class DaemonHost final : public SysfsHost {
 
  protected:
   void DatabaseProperties(absl::string_view devpath, OwnedProperties* out) override;
+  // The event's reads, shared by the rules and the builtins.
+  [[nodiscard]] const udev::SysfsView& sysfs() const override { return event_sysfs_; }
 
  private:
-  // Looks `key` up in the event's cache, or asks `read` and keeps the answer.
-  template <typename Read>
-  bool Cached(char kind, absl::string_view devpath, absl::string_view name, std::string* out, Read read);
-
   const HostContext& context_;
   const udev::BuiltinResources* builtins_;
   std::vector<std::string> log_;
-  absl::flat_hash_map<std::string, std::optional<std::string>> cache_;
+  udev::CachingSysfsView event_sysfs_;
   absl::flat_hash_map<std::string, std::optional<udev::DatabaseEntry>> entries_;  // by devpath
   absl::flat_hash_map<std::string, std::optional<OwnedProperties>> device_properties_;
   absl::string_view event_devpath_;

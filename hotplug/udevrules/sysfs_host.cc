@@ -57,33 +57,33 @@ bool SysfsHost::ReadAttribute(absl::string_view devpath, absl::string_view name,
   // The core links read as the last component of their target (ATTR{driver}), as in
   // sd_device; only those: every other attribute is a file (a readlink each would cost).
   if (name == "driver" || name == "subsystem" || name == "module") {
-    std::optional<std::string> link = view_.LinkName(devpath, name);
+    std::optional<std::string> link = sysfs().LinkName(devpath, name);
     if (!link.has_value()) return false;
     *out = std::move(*link);
     return true;
   }
-  std::optional<std::string> value = view_.Attribute(devpath, name);
+  std::optional<std::string> value = sysfs().Attribute(devpath, name);
   if (!value.has_value()) return false;
   *out = std::move(*value);
   return true;
 }
 
 bool SysfsHost::Subsystem(absl::string_view devpath, std::string* out) {
-  std::optional<std::string> s = view_.LinkName(devpath, "subsystem");
+  std::optional<std::string> s = sysfs().LinkName(devpath, "subsystem");
   if (!s.has_value()) return false;
   *out = std::move(*s);
   return true;
 }
 
 bool SysfsHost::Driver(absl::string_view devpath, std::string* out) {
-  std::optional<std::string> d = view_.LinkName(devpath, "driver");
+  std::optional<std::string> d = sysfs().LinkName(devpath, "driver");
   if (!d.has_value()) return false;
   *out = std::move(*d);
   return true;
 }
 
 bool SysfsHost::Parent(absl::string_view devpath, std::string* out) {
-  std::optional<std::string> p = udev::ParentOf(view_, devpath);
+  std::optional<std::string> p = udev::ParentOf(sysfs(), devpath);
   if (!p.has_value()) return false;
   *out = std::move(*p);
   return true;

@@ -49,6 +49,9 @@ class SysfsHost : public RuleHost {
   // Where an absolute path of the rules is on this machine.
   [[nodiscard]] std::string Resolve(absl::string_view path) const;
   [[nodiscard]] const udev::DirSysfsView& view() const { return view_; }
+  // What the device reads (ReadAttribute, Subsystem, Driver, Parent) go through: the tree itself
+  // here; a host that keeps an event's reads answers from its cache.
+  [[nodiscard]] virtual const udev::SysfsView& sysfs() const { return view_; }
   [[nodiscard]] const Roots& roots() const { return roots_; }
 
  private:
