@@ -18,9 +18,8 @@ def _absl_cache_impl(rctx):
     base = env.get("HOTRING_CACHE_DIR")
     if not base:
         base = (env.get("XDG_CACHE_HOME") or env.get("HOME", "/nonexistent") + "/.cache") + "/hotring"
-    linkopts = {}
+    dirs = {}
     for triplet, arch in _ARCHES.items():
-        linkopts[triplet] = []
         dest = "%s/absl/%s" % (base, triplet)
         stamp = rctx.path(dest + "/VERSION")
         if not stamp.exists or not rctx.path(dest + "/lib/libabsl_base.a").exists:
@@ -29,12 +28,12 @@ def _absl_cache_impl(rctx):
         if installed.return_code != 0:
             continue
         if rctx.read(stamp).strip() == "abseil " + installed.stdout.strip():
-            linkopts[triplet] = ["-L" + dest + "/lib"]
+            dirs[triplet] = dest + "/lib"
     rctx.file("BUILD", "")
     rctx.file("dirs.bzl", "\n".join([
-        "# Written by third_party/absl_cache.bzl: for each triplet, the -L of the section-built",
-        "# Abseil archives, or nothing where the cache has none of the installed version.",
-        "ABSL_CACHE_LINKOPTS = %r" % linkopts,
+        "# Written by third_party/absl_cache.bzl: the directory of the section-built Abseil",
+        "# archives of each triplet for which the cache holds the installed version.",
+        "ABSL_CACHE_LIB_DIRS = %r" % dirs,
         "",
     ]))
 
