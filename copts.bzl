@@ -40,8 +40,9 @@ HOTRING_COPTS = _WARNINGS_AND_SECTIONS + _NO_UNWIND_TABLES + select({
 # the event parsers and wire format, the reorderer, the scheduler, the handler chain, the
 # timeline; the daemon (its flow and parts), launch and readiness; process spawning; the module
 # index, modprobe.d and the resolver, and the modules link; the sysfs walk and trigger; the
-# control client. Everything else (the stages' engines, udevadm, the tools, the
-# benchmarks) is -Os.
+# control client. So is the benchmarks' own code (hotring-bench's, no board carries it): the
+# load it makes, such as bench events' senders, stays what it was. Everything else (the
+# stages' engines, udevadm, the tools) is -Os.
 HOTRING_HOT_COPTS = _WARNINGS_AND_SECTIONS + _NO_UNWIND_TABLES
 
 # The shipped binary is one static executable. Sanitizer runtimes need dynamic linking, so the
