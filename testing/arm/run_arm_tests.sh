@@ -167,7 +167,7 @@ timeout --kill-after=5 "$timeout" $qemu -accel tcg -m "${mem}M" -smp "$smp" \
   -kernel "$kernel" -initrd "$work/initrd.cpio" \
   -append "console=ttyAMA0 quiet panic=-1 rdinit=/init hotring_test_time_scale=$time_scale" \
   </dev/null >/dev/null 2>"$log.qemu" || status=$?
-tr -d '\r' <"$log" | grep -E '^(RUNNER|TEST|\| |SUMMARY)'
+tr -d '\r' <"$log" | grep -E '^(RUNNER|TEST|\| |SUMMARY|BENCH)'
 summary=$(tr -d '\r' <"$log" | grep '^SUMMARY' | tail -n 1)
 if [ -z "$summary" ]; then
   echo "run_arm_tests.sh: the guest ended without a summary (qemu exit $status); console: $log" >&2
