@@ -6,8 +6,9 @@
 #                           the static libraries of the binary; the kernel, qemu and image tools
 #                           of its boot demo
 #   install_deps.sh --all   also what the tests need (testing/run_tests.sh): GoogleTest, the
-#                           prober and fault tests' tools, clang for the fuzz targets, and the
-#                           ARM cross compilers, libraries and qemu of the board builds
+#                           prober and fault tests' tools, clang for the fuzz targets, the
+#                           ARM cross compilers, libraries and qemu of the board builds, and
+#                           Abseil rebuilt with a section per function (testing/absl/)
 set -eu
 . "$(dirname "$0")/debian_packages.sh"
 all=0
@@ -25,6 +26,9 @@ esac
 pkgs="bazel-bootstrap g++ liburing-dev libabsl-dev libblkid-dev file"
 pkgs="$pkgs linux-image-amd64 qemu-system-x86 cpio e2fsprogs zstd busybox-static kmod"
 if [ "$all" = 1 ]; then
+  # Abseil rebuilt from Debian's source with a section per function (testing/absl/build_absl.sh,
+  # below): apt-get source (dpkg-dev), cmake and make.
+  pkgs="$pkgs dpkg-dev cmake make"
   # The unit tests (GoogleTest, GoogleMock).
   pkgs="$pkgs libgtest-dev libgmock-dev"
   # clang-16 + libclang-rt-16-dev: the fuzz targets (--config=fuzz, libFuzzer); libtsan2: --config=tsan.
@@ -76,6 +80,14 @@ if [ -n "$missing" ]; then
   install_without_starting $missing
 fi
 [ "$all" = 1 ] || exit 0
+# The tests build and run against Abseil's archives with a section per function, built once
+# into the cache outside the repository and reused (third_party/BUILD links them instead of
+# Debian's, whose whole objects come along: 254 KB more in the stripped binary). The first time
+# takes one to three and a half minutes on 2 CPUs, which the main job does not wait for (its
+# binary is only larger). Without them (no network, a failed build) hotring links Debian's
+# archives. A board's (sh testing/absl/build_absl.sh --arch arm64|armhf) is built on request.
+sh "$(dirname "$0")/absl/build_absl.sh" >/dev/null ||
+  echo "install_deps.sh: no section-built Abseil; hotring links Debian's archives" >&2
 # liburing.a for each board. liburing-dev:ARCH needs linux-libc-dev:ARCH at exactly the host's
 # linux-libc-dev version (Multi-Arch: same), which the archive may not have for ARCH (a
 # security update ahead for amd64 only): apt then refuses the package. Its archive alone is

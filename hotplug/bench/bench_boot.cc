@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/program_path.h"
+
 namespace hotring::hotplug::bench {
 
 int BenchBootCommand(const std::vector<std::string>& args) {
@@ -23,16 +25,7 @@ int ExecCheckoutScript(const char* command, const char* script, const std::vecto
   std::vector<std::string> argv = {"sh", script};
   bool has_hotring = false;
   for (const std::string& arg : args) has_hotring |= arg == "--hotring";
-  if (!has_hotring) {
-    char self[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) {
-      std::fprintf(stderr, "%s: cannot read /proc/self/exe\n", command);
-      return 1;
-    }
-    argv.push_back("--hotring");
-    argv.push_back(std::string(self, static_cast<size_t>(n)));
-  }
+  if (!has_hotring) argv.insert(argv.end(), {"--hotring", BesideThisProgram("hotring")});
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> pointers;
   for (std::string& arg : argv) pointers.push_back(arg.data());

@@ -1,6 +1,7 @@
 // `hotring bench boot`: boots qemu guests with hotring's and other initramfs images and compares
 // them. The images are built by a checkout's scripts, so this is
-// testing/initramfs/bench_boot.sh, run with this binary as the images' hotring.
+// testing/initramfs/bench_boot.sh, run with the hotring beside hotring-bench as the images'
+// hotring.
 #ifndef HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_
 #define HOTRING_HOTPLUG_BENCH_BENCH_BOOT_H_
 
@@ -9,7 +10,8 @@
 
 namespace hotring::hotplug::bench {
 
-// Execs the script with `args` (and --hotring /proc/self/exe unless given); returns only on
+// Execs the script with `args` (and --hotring HOTRING, the one beside this program, unless
+// given); returns only on
 // failure: 2 outside a checkout, 1 when the script cannot be started.
 int BenchBootCommand(const std::vector<std::string>& args);
 

@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/program_path.h"
 #include "hotplug/coldplug/trigger.h"
 
 namespace hotring::hotplug {
@@ -65,7 +66,7 @@ struct ColdplugBenchOptions {
   absl::Duration settle_timeout = absl::Seconds(60);
   bool json = false;
   // The hotring binary the daemons run; tests point it at the runfiles copy.
-  std::string daemon_binary = "/proc/self/exe";
+  std::string daemon_binary = BesideThisProgram("hotring");
   // Added to every daemon's arguments.
   std::vector<std::string> daemon_args;
   // Count (and let the serial baseline handle) uevents from any sender, not only the kernel.

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/program_path.h"
 #include "core/unique_fd.h"
 #include "hotplug/client/client.h"
 #include "io/reactor.h"
@@ -29,8 +30,8 @@ namespace hotring::hotplug {
 class BenchDaemon {
  public:
   struct Options {
-    // The hotring binary; /proc/self/exe when the benchmark runs inside hotring itself.
-    std::string binary = "/proc/self/exe";
+    // The hotring binary: the board's, beside hotring-bench.
+    std::string binary = BesideThisProgram("hotring");
     // Arguments after `daemon --socket NAME` (NAME is chosen here: unique per child).
     std::vector<std::string> args;
     absl::Duration ready_timeout = absl::Seconds(10);

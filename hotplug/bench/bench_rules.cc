@@ -208,7 +208,7 @@ absl::StatusOr<std::optional<RulesBenchOptions>> ParseRulesBenchArgs(
       .Int("--match-rounds", "N", &options.match_rounds, 1, 100000,
            "passes of rule matching over every device (default 20)")
       .String("--busybox", "PATH", &options.busybox, "a static busybox (default /bin/busybox)")
-      .String("--hotring", "PATH", &options.hotring, "a static hotring (default: this one)")
+      .String("--hotring", "PATH", &options.hotring, "a static hotring (default: the one beside hotring-bench)")
       .String("--work-dir", "DIR", &options.work_dir,
               "where the board is generated (default /dev/shm)")
       .Bool("--keep", &options.keep, "leave the board behind (its path is printed)")

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/program_path.h"
 #include "hotplug/bench/bench_rules_tree.h"
 
 namespace hotring::hotplug::bench {
@@ -24,7 +25,7 @@ struct RulesBenchOptions {
   size_t devices = 10000;
   int runs = 5;
   std::string busybox = "/bin/busybox";  // a static busybox with the mdev applet
-  std::string hotring = "/proc/self/exe";  // a static hotring
+  std::string hotring = BesideThisProgram("hotring");  // a static hotring
   // Where the board is generated (a fresh directory inside it); tmpfs keeps disk I/O out.
   std::string work_dir = "/dev/shm";
   int match_rounds = 20;  // passes over every device for the matching figure

@@ -353,7 +353,7 @@ int BenchStartupCommand(const std::vector<std::string>& args) {
       "and the CPU time (user + system) each daemon of `ready` used, start-up and stop.");
   flags.Int("--starts", "N", &options.starts, 1, 1'000'000, "starts per series (default 100)")
       .Bool("--netlink", &options.netlink, "the daemon also binds the kernel uevent socket (root)")
-      .String("--binary", "P", &options.binary, "the hotring to start (default: this one)")
+      .String("--binary", "P", &options.binary, "the hotring to start (default: the one beside hotring-bench)")
       .Bool("--json", &json, "the figures as JSON");
   if (std::optional<int> exit = flags.ParseForCommand(args)) return *exit;
   const std::string load_before = LoadAverage();

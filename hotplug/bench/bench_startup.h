@@ -10,13 +10,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/program_path.h"
 
 namespace hotring::hotplug {
 
 struct StartupBenchOptions {
-  std::string binary = "/proc/self/exe";  // the hotring to start
-  int starts = 100;                       // per series
-  bool netlink = false;                   // the daemon also binds the kernel uevent socket
+  std::string binary = BesideThisProgram("hotring");  // the hotring to start
+  int starts = 100;                                   // per series
+  bool netlink = false;  // the daemon also binds the kernel uevent socket
 };
 
 // One way of starting the daemon, and how long each start took.

@@ -1,25 +1,20 @@
 #include "hotplug/cli/registry.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "hotplug/bench/bench_boot.h"
-#include "hotplug/bench/bench_coldplug.h"
-#include "hotplug/bench/bench_events.h"
-#include "hotplug/bench/bench_memory.h"
-#include "hotplug/bench/bench_udev_daemon.h"
-#include "hotplug/bench/bench_modules.h"
-#include "hotplug/bench/bench_rules.h"
-#include "hotplug/bench/bench_startup.h"
-#include "hotplug/bench/reactor_bench.h"
+#include "core/program_path.h"
 #include "hotplug/boot/init.h"
 #include "hotplug/cli/commands.h"
 #include "hotplug/cli/udevadm/udevadm.h"
 #include "hotplug/modules/modprobe_command.h"
 #include "hotplug/replay/replay_command.h"
-#include "ipc/bench_cli.h"
 
 namespace hotring::hotplug {
 namespace {
@@ -42,25 +37,27 @@ int ModprobeCommand(const std::vector<std::string>& args) {
   return modules::ModprobeMain("modprobe", args);
 }
 
-std::string BenchUsage() {
-  return absl::StrCat(
-      "usage: hotring bench NAME [options]     (hotring bench NAME --help: its options)\n",
-      CommandList(CommandRegistry(), "bench"));
-}
-
-// `hotring bench NAME ARGS`: the benchmark NAME of the table; without a name, the list.
+// `hotring bench NAME ARGS` runs hotring-bench, the binary beside this one that holds the
+// benchmarks: a board's binary does not carry them, and the benchmarks time this binary.
 int BenchCommand(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(BenchUsage().c_str(), args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
+  const std::string bench = BesideThisProgram("hotring-bench");
+  if (::access(bench.c_str(), X_OK) != 0) {
+    std::fprintf(stderr,
+                 "hotring bench: the benchmarks are a binary of their own, hotring-bench, and there "
+                 "is none beside this one (%s): build it with `bazel build //:hotring-bench` and "
+                 "put it there\n",
+                 bench.c_str());
+    return 2;
   }
-  const Command* bench = FindCommand(CommandRegistry(), "bench", args[0]);
-  if (bench == nullptr) {
-    std::fprintf(stderr, "hotring bench: unknown benchmark '%s' (`hotring bench` lists them)\n",
-                 args[0].c_str());
-    return 1;
-  }
-  return bench->run(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::vector<std::string> argv = {bench};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> pointers;
+  for (std::string& arg : argv) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(bench.c_str(), pointers.data());
+  std::fprintf(stderr, "hotring bench: exec %s: %s\n", bench.c_str(), std::strerror(errno));
+  return 1;
 }
 
 constexpr Command kCommands[] = {
@@ -93,43 +90,16 @@ constexpr Command kCommands[] = {
      "systemd-udevd 252 as a drop-in: udev's control socket and queue file for Debian's\n"
      "udevadm (also as a program named systemd-udevd or udevd)",
      UdevdCommand, "systemd-udevd|udevd"},
-    {"", "bench", "NAME", "benchmarks (`hotring bench` lists them)", BenchCommand},
+    {"", "bench", "NAME",
+     "benchmarks: runs hotring-bench, the binary beside this one (`hotring bench`\n"
+     "lists them)",
+     BenchCommand},
     {"", "selfcheck", "", "probe the kernel's io_uring and report what hotring can use",
      SelfCheckCommand},
     {"", "--version|version", "", "print the version", VersionCommand},
     {"", "--help|help", "", "print this text", HelpCommand},
     // The kernel's uevent helper (or a symlink named so): `send --autostart`.
     {"program", "hotring-send", "", "send --autostart", UeventHelperCommand, "hotring-send"},
-
-    {"bench", "reactor", "", "io_uring NOP and socketpair round trips",
-     bench::BenchReactorCommand},
-    {"bench", "events", "", "the daemon's event pipeline, without and with a handler",
-     BenchEventsCommand},
-    {"bench", "coldplug", "", "a coldplug of a sysfs tree through the daemon against a serial loop",
-     BenchColdplugCommand},
-    {"bench", "startup", "", "how soon a client started with the daemon is answered",
-     BenchStartupCommand},
-    {"bench", "rules", "", "mdev -s with the rules stage against busybox's mdev",
-     bench::BenchRulesCommand},
-    {"bench", "modules", "", "alias resolution against kmod's modprobe",
-     bench::BenchModulesCommand},
-    {"bench", "memory", "", "the daemon's memory idle and through a 100,000-event burst",
-     bench::BenchMemoryCommand},
-    {"bench", "udev-rules", "",
-     "udevd's rules on a coldplug of this machine: the daemon against systemd-udevd\n"
-     "(--guest: in qemu guests with 100 to 4,000 devices, testing/udevcompat/bench_scale.sh)",
-     bench::BenchUdevRulesCommand},
-    {"bench", "sysv", "", "IPC: SysV message queue ping-pong", ipc::BenchSysvCommand},
-    {"bench", "uds", "", "IPC: Unix socket ping-pong (starts uds-server and uds-client)",
-     ipc::BenchUdsCommand},
-    {"bench", "uds-server", "", "IPC: the uds bench's server", ipc::BenchUdsServerCommand},
-    {"bench", "uds-client", "", "IPC: the uds bench's client", ipc::BenchUdsClientCommand},
-    {"bench", "dgram-fanin", "", "IPC: datagram fan-in, io_uring against select()",
-     ipc::BenchDgramFaninCommand},
-    {"bench", "boot", "",
-     "boots qemu guests with hotring's and other initramfs images and compares\n"
-     "them (testing/initramfs/bench_boot.sh of a checkout: run it from one)",
-     bench::BenchBootCommand},
 };
 
 }  // namespace

@@ -106,8 +106,11 @@ for t in $targets; do
   echo "$SKIPPED_CASES" | sed -n "s|^$t \([^ ]*\) \(.*\)|SKIP $t in part (runs GTEST_FILTER=\1): \2|p"
 done
 
+# hotring-bench (the benchmarks, beside hotring) only for --bench.
+extra=""
+[ -z "$bench" ] || extra=//:hotring-bench
 # shellcheck disable=SC2086
-bazel build --config="$arch" //:hotring $targets || exit 1
+bazel build --config="$arch" //:hotring $extra $targets || exit 1
 bin=$(bazel info --config="$arch" bazel-bin 2>/dev/null)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/arm-tests.XXXXXX")
@@ -121,6 +124,7 @@ cp /etc/passwd /etc/group "$root/etc/"
 cp testing/arm/guest_init.sh "$root/init"
 chmod 755 "$root/init"
 cp "$bin/hotring" "$root/runfiles/hotring/hotring"
+[ -z "$bench" ] || cp "$bin/hotring-bench" "$root/runfiles/hotring/hotring-bench"
 : >"$root/tests.txt"
 if [ -n "$bench" ]; then
   # TCG runs ARM code many times slower than the host: a tenth of the default sizes.
@@ -163,7 +167,7 @@ timeout --kill-after=5 "$timeout" $qemu -accel tcg -m "${mem}M" -smp "$smp" \
   -kernel "$kernel" -initrd "$work/initrd.cpio" \
   -append "console=ttyAMA0 quiet panic=-1 rdinit=/init hotring_test_time_scale=$time_scale" \
   </dev/null >/dev/null 2>"$log.qemu" || status=$?
-tr -d '\r' <"$log" | grep -E '^(RUNNER|TEST|\| |SUMMARY)'
+tr -d '\r' <"$log" | grep -E '^(RUNNER|TEST|\| |SUMMARY|BENCH)'
 summary=$(tr -d '\r' <"$log" | grep '^SUMMARY' | tail -n 1)
 if [ -z "$summary" ]; then
   echo "run_arm_tests.sh: the guest ended without a summary (qemu exit $status); console: $log" >&2

@@ -48,19 +48,19 @@ seed_programs_build() {  # SEEDS_DIR OUT_DIR
   cc -O3 -Wall -o "$out/client" "$out/client.c" || return 1
 }
 
-# Finds or builds the benchmark binary: sets HOTRING unless already set. Builds //:hotring
-# (falling back to //ipc:ipc_bench, which takes the same `bench <name> ...` arguments) with
-# bazel in ROOT; BAZEL_OUTPUT_BASE chooses the output base.
+# Finds or builds the benchmark binary: sets HOTRING unless already set. Builds //:hotring-bench,
+# the benchmarks' binary (falling back to //ipc:ipc_bench; both take `bench <name> ...`
+# arguments) with bazel in ROOT; BAZEL_OUTPUT_BASE chooses the output base.
 hotring_binary() {  # ROOT
   [[ -n "${HOTRING:-}" ]] && return 0
   local root=$1 base_flag=() bin
   [[ -n "${BAZEL_OUTPUT_BASE:-}" ]] && base_flag=(--output_base="$BAZEL_OUTPUT_BASE")
-  echo "building //:hotring ..." >&2
+  echo "building //:hotring-bench ..." >&2
   bin=$(cd "$root" && bazel "${base_flag[@]}" info --symlink_prefix=/ bazel-bin 2>/dev/null) || return 1
-  if (cd "$root" && bazel "${base_flag[@]}" build --symlink_prefix=/ //:hotring >&2); then
-    HOTRING="$bin/hotring"
+  if (cd "$root" && bazel "${base_flag[@]}" build --symlink_prefix=/ //:hotring-bench >&2); then
+    HOTRING="$bin/hotring-bench"
   else
-    echo "//:hotring does not build; falling back to //ipc:ipc_bench" >&2
+    echo "//:hotring-bench does not build; falling back to //ipc:ipc_bench" >&2
     (cd "$root" && bazel "${base_flag[@]}" build --symlink_prefix=/ //ipc:ipc_bench >&2) || return 1
     HOTRING="$bin/ipc/ipc_bench"
   fi

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `hotring bench boot` runs this checkout's bench_boot.sh with the binary itself as the image's
 # hotring, and says what to do where there is no checkout; `hotring bench` lists the
-# benchmarks. (The benchmark itself boots qemu guests for minutes: not run here.)
+# benchmarks (it runs hotring-bench, beside it), and says where they are when hotring-bench is
+# not there. (The benchmark itself boots qemu guests for minutes: not run here.)
 set -u
 hotring="$PWD/$1"
 fail=0
@@ -23,4 +24,10 @@ check "bench without a name exits 2 (exit $rc)" '[ $rc = 2 ]'
 for name in reactor events coldplug startup rules modules memory boot dgram-fanin; do
   check "bench lists $name" 'echo "$out" | grep -q "^  $name\|, $name\|  sysv.*$name"'
 done
+# A board's binary alone: no benchmarks in it, and it says where they are.
+alone=$(mktemp -d "${TEST_TMPDIR:-/tmp}/alone.XXXXXX")
+cp "$hotring" "$alone/hotring"
+out=$("$alone/hotring" bench events 2>&1); rc=$?
+check "bench without hotring-bench beside exits 2 (exit $rc)" '[ $rc = 2 ]'
+check "and names hotring-bench" 'echo "$out" | grep -q "bazel build //:hotring-bench"'
 exit $fail
