@@ -40,7 +40,10 @@ HOTRING_COPTS = _WARNINGS_AND_SECTIONS + _NO_UNWIND_TABLES + select({
 # the event parsers and wire format, the reorderer, the scheduler, the handler chain, the
 # timeline; the daemon (its flow and parts), launch and readiness; process spawning; the module
 # index, modprobe.d and the resolver, and the modules link; the sysfs walk and trigger; the
-# control client. So is the benchmarks' own code (hotring-bench's, no board carries it): the
+# control client; the udev rules engine a udev image runs for every event (matching,
+# substitution, the sysfs host, the event's database, nodes and links) and udev's per-event
+# builtins, hwdb, database and monitor, which -Os made 1.5-1.65x slower
+# (udev_rules_bench_recorded) for 160 KB. So is the benchmarks' own code (hotring-bench's, no board carries it): the
 # load it makes, such as bench events' senders, stays what it was. Everything else (the
 # stages' engines, udevadm, the tools) is -Os.
 HOTRING_HOT_COPTS = _WARNINGS_AND_SECTIONS + _NO_UNWIND_TABLES
