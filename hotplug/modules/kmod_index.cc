@@ -450,20 +450,32 @@ size_t KmodIndex::SearchWild(absl::string_view key, std::vector<IndexValue>* out
 
 namespace {
 
-// kmod's index dump, with a budget of nodes so that a corrupt (cyclic or shared) child table
-// cannot make it run for ever: depmod's nodes are distinct, so a good index never exceeds one
-// node per byte.
+// kmod's index dump, with budgets so that a corrupt (cyclic or shared) child table cannot make
+// it run for ever or print without end: depmod's nodes and value records are distinct, so a
+// good index never visits more than one node per byte of its image, never prints more value
+// records than fit in it (five bytes each at least: a priority and a NUL) and never more value
+// bytes than it holds. A shared node of many values reached by many paths stops at the budget.
 class Dumper {
  public:
-  Dumper(const Walker& walker, size_t budget, std::string* out)
-      : walker_(walker), budget_(budget), out_(out) {}
+  Dumper(const Walker& walker, size_t image_size, std::string* out)
+      : walker_(walker),
+        nodes_left_(image_size + 1),
+        values_left_(image_size / 5 + 1),
+        value_bytes_left_(image_size),
+        out_(out) {}
 
   void Visit(const Node& node, std::string* key) {
-    if (budget_ == 0 || key->size() > kMaxPatternLength) return;
-    --budget_;
+    if (nodes_left_ == 0 || key->size() > kMaxPatternLength) return;
+    --nodes_left_;
     const size_t base = key->size();
     key->append(node.prefix.data(), node.prefix.size());
     walker_.ForEachValue(node, [&](uint32_t, absl::string_view value) {
+      if (values_left_ == 0 || value.size() > value_bytes_left_) {
+        values_left_ = 0;
+        return;
+      }
+      --values_left_;
+      value_bytes_left_ -= value.size();
       absl::StrAppend(out_, *key, " ", value, "\n");
     });
     if (node.children != nullptr) {
@@ -480,7 +492,9 @@ class Dumper {
 
  private:
   const Walker& walker_;
-  size_t budget_;
+  size_t nodes_left_;
+  size_t values_left_;
+  size_t value_bytes_left_;
   std::string* out_;
 };
 
@@ -491,7 +505,7 @@ void KmodIndex::Dump(absl::string_view prefix, std::string* out) const {
   Node root;
   if (!walker.Decode(root_, &root)) return;
   std::string key(prefix);
-  Dumper(walker, size_ + 1, out).Visit(root, &key);
+  Dumper(walker, size_, out).Visit(root, &key);
 }
 
 }  // namespace hotring::hotplug::modules

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hotplug/modules/kmod_index_writer.h"
@@ -151,6 +153,35 @@ TEST(KmodIndexTest, RejectsBadHeadersAndSurvivesCorruptNodes) {
   std::string dump;
   loop->Dump("", &dump);  // ends: the walk has a budget of one node per byte
   EXPECT_EQ(dump, "");
+}
+
+// A node of many values shared by every entry of a child table: a corrupt image that would print
+// each value once per path. The dump prints no more value bytes than the image holds.
+TEST(KmodIndexTest, DumpOfASharedValueNodeStaysWithinTheImage) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  constexpr uint32_t kChildren = 0x20000000;
+  constexpr uint32_t kValues = 0x40000000;
+  const uint32_t shared = 12 + 2 + 255 * 4;
+  std::string image = std::string("\xb0\x07\xf4\x57\x00\x02\x00\x01", 8) + be32(kChildren | 12);
+  image += "\x01\xff";
+  for (int i = 0; i < 255; ++i) image += be32(kValues | shared);
+  image += be32(200);
+  const std::string value(20, 'v');
+  for (int i = 0; i < 200; ++i) image += be32(0) + value + std::string(1, '\0');
+  absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(image);
+  ASSERT_TRUE(index.ok()) << index.status();
+  std::string dump;
+  index->Dump("", &dump);
+  const std::vector<absl::string_view> lines = absl::StrSplit(dump, '\n', absl::SkipEmpty());
+  // The first path's 200 values come out whole; then the image's value bytes are spent.
+  ASSERT_GE(lines.size(), 200u);
+  EXPECT_LE(lines.size() * value.size(), image.size());
+  EXPECT_EQ(lines[0], "\x01 " + value);
+  EXPECT_EQ(lines[199], "\x01 " + value);
+  EXPECT_EQ(lines[200], "\x02 " + value);
 }
 
 // What each damaged file says: the module index logs it with the path.
