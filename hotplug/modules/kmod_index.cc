@@ -137,9 +137,17 @@ struct GlobState {
 
 // kmod's wildcard search: descend literally until a wildcard, then enumerate the wildcard
 // subtree and fnmatch each complete key (from the wildcard on) against the rest of the query.
+// In depmod's tree the literal path and the wildcard subtrees are disjoint, so a search visits
+// each node once at most and collects each value record once at most; the budgets of nodes
+// (about one per byte of the image) and of values (one per five bytes) hold a corrupt image whose
+// child tables are shared or cyclic to the same bounds, where its paths could be exponential.
 class WildSearch {
  public:
-  WildSearch(const Walker& walker, const std::string& key) : walker_(walker), key_(key) {
+  WildSearch(const Walker& walker, size_t image_size, const std::string& key)
+      : walker_(walker),
+        key_(key),
+        nodes_left_(image_size + 2),  // + 1: Run hands its node to All when the prefix has a wildcard
+        values_left_(image_size / 5 + 1) {
     tracked_ = key_.size() <= kMaxTracked;
     mask_of_.fill(0);  // slot 0: the empty mask of characters not in the key
     masks_.emplace_back();
@@ -163,6 +171,7 @@ class WildSearch {
     Node node = root;
     size_t i = 0;
     for (;;) {
+      if (!Visit()) return;
       for (size_t j = 0; j < node.prefix.size(); ++j) {
         const char ch = node.prefix[j];
         if (ch == '*' || ch == '?' || ch == '[') {
@@ -197,6 +206,13 @@ class WildSearch {
 
  private:
   char KeyAt(size_t i) const { return i < key_.size() ? key_[i] : '\0'; }
+
+  // Spends one node of the budget; false when none is left.
+  [[nodiscard]] bool Visit() {
+    if (nodes_left_ == 0) return false;
+    --nodes_left_;
+    return true;
+  }
 
   GlobState Start(size_t position) const {
     GlobState state;
@@ -271,6 +287,8 @@ class WildSearch {
 
   void AddValues(const Node& node) {
     walker_.ForEachValue(node, [&](uint32_t priority, absl::string_view value) {
+      if (values_left_ == 0) return;
+      --values_left_;
       found_.push_back({priority, found_.size(), value});
     });
   }
@@ -279,7 +297,7 @@ class WildSearch {
   // has consumed pattern_ so far.
   void All(const Node& node, size_t j, size_t subkey, GlobState state) {
     const size_t base = pattern_.size();
-    if (base > kMaxPatternLength) return;
+    if (base > kMaxPatternLength || !Visit()) return;
     for (size_t k = j; k < node.prefix.size(); ++k) {
       pattern_.push_back(node.prefix[k]);
       if (!Step(&state, node.prefix[k]) || pattern_.size() > kMaxPatternLength) {
@@ -318,6 +336,8 @@ class WildSearch {
   std::string pattern_;
   std::vector<Found> found_;
   size_t fnmatch_calls_ = 0;
+  size_t nodes_left_;
+  size_t values_left_;
 };
 
 }  // namespace
@@ -437,7 +457,7 @@ size_t KmodIndex::SearchWild(absl::string_view key, std::vector<IndexValue>* out
   const Walker walker(data_, size_);
   Node root;
   if (!walker.Decode(root_, &root)) return 0;
-  WildSearch search(walker, query);
+  WildSearch search(walker, size_, query);
   search.Run(root);
   std::vector<Found>& found = search.found();
   // kmod inserts each value before the first one of equal or higher priority.

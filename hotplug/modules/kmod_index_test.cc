@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::vector<std::string> Wild(const KmodIndex& index, const std::string& key) {
   std::vector<IndexValue> values;
@@ -182,6 +183,20 @@ TEST(KmodIndexTest, DumpOfASharedValueNodeStaysWithinTheImage) {
   EXPECT_EQ(lines[0], "\x01 " + value);
   EXPECT_EQ(lines[199], "\x01 " + value);
   EXPECT_EQ(lines[200], "\x02 " + value);
+}
+
+// Child tables '*' and '+' that both point back at the root: a query of '+'s has a number of
+// matching paths exponential in the pattern's length. The search ends within its budgets.
+TEST(KmodIndexTest, WildSearchOfACyclicWildcardTableEnds) {
+  const std::string root = std::string("\x60\x00\x00\x0c", 4);  // values and children, at 12
+  const std::string image = std::string("\xb0\x07\xf4\x57\x00\x02\x00\x01", 8) + root +
+                            std::string("*+", 2) + root + root +
+                            std::string("\x00\x00\x00\x01\x00\x00\x00\x00v\0", 10);
+  absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(image);
+  ASSERT_TRUE(index.ok()) << index.status();
+  const std::vector<std::string> values = Wild(*index, "++++++++");
+  EXPECT_THAT(values, Not(IsEmpty()));
+  EXPECT_LE(values.size(), image.size() / 5 + 1);
 }
 
 // What each damaged file says: the module index logs it with the path.
