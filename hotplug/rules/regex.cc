@@ -80,16 +80,73 @@ size_t SkipBracket(absl::string_view p, size_t i) {
   return i < p.size() ? i + 1 : p.size();
 }
 
-uint64_t RepetitionCost(absl::string_view p) {
+// What the pattern asks of regcomp (RepetitionScan): the copies its repetitions make, and
+// whether a repetition applies to something that can match the empty string.
+struct RepetitionScan {
+  uint64_t cost = 0;
+  bool repeats_empty = false;
+};
+
+// A second shape glibc's regcomp takes exponential time over, whatever the copies: a sub-
+// expression that can match nothing, repeated ("(a?)+", "a*+", "(a|)*", "(a?){2,9}"). Each such
+// repetition is a loop of empty transitions, and regcomp's closure of them grows with every one
+// in sequence or nested: "^(a?+b?+c?+d?+e?+f?+g?+h?+i?+j?+k?+)+$" took it 13 s, "^(a?){2,200}$"
+// 1.9 s, at copies well below the limit. A repetition of a non-empty one ("(a+)+",
+// "([0-9]+)?") stays linear, and an empty match repeated adds nothing a '*' or a '?' would not
+// say ("(a?)+" is "a*").
+RepetitionScan ScanRepetitions(absl::string_view p) {
   struct Frame {
     uint64_t sum = 0;   // committed atoms of this group (all alternatives)
     uint64_t last = 0;  // the atom or group the next repetition applies to
+    bool has_last = false;
+    bool last_empty = false;      // `last` can match the empty string
+    bool sequence_empty = true;   // every item of the current alternative can
+    bool group_empty = false;     // some finished alternative can
     void Commit() {
       sum = Saturate(sum + last);
       last = 0;
+      if (has_last) sequence_empty = sequence_empty && last_empty;
+      has_last = false;
+      last_empty = false;
+    }
+    void EndAlternative() {
+      Commit();
+      group_empty = group_empty || sequence_empty;
+      sequence_empty = true;
+    }
+    void Atom(bool empty) {
+      Commit();
+      last = 1;
+      has_last = true;
+      last_empty = empty;
     }
   };
+  RepetitionScan scan;
   std::vector<Frame> stack(1);
+  // Applies a repetition of at most `most` copies (0: no bound) to the top frame's last item;
+  // `least` copies at least.
+  auto repeat = [&](uint64_t factor, uint64_t least, uint64_t most) {
+    Frame& top = stack.back();
+    if (top.has_last && top.last_empty && (most == 0 || most > 1)) scan.repeats_empty = true;
+    top.last = Saturate(std::max<uint64_t>(1, top.last) * factor);
+    if (least == 0) top.last_empty = true;
+    // A repetition with nothing before it stands for itself (a literal to regcomp).
+    if (!top.has_last) {
+      top.has_last = true;
+      top.last_empty = false;
+    }
+  };
+  auto close_group = [&] {
+    stack.back().EndAlternative();
+    const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
+    const bool empty = stack.back().group_empty;
+    stack.pop_back();
+    Frame& parent = stack.back();
+    parent.Commit();
+    parent.last = group;
+    parent.has_last = true;
+    parent.last_empty = empty;
+  };
   size_t i = 0;
   while (i < p.size()) {
     Frame& top = stack.back();
@@ -101,33 +158,35 @@ uint64_t RepetitionCost(absl::string_view p) {
         ++i;
         break;
       case ')':
-        if (stack.size() > 1) {
-          stack.back().Commit();
-          const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
-          stack.pop_back();
-          stack.back().last = group;
-        }
+        if (stack.size() > 1) close_group();
         ++i;
         break;
       case '|':
-        top.Commit();
+        top.EndAlternative();
         ++i;
         break;
       case '*':
+        repeat(2, 0, 0);
+        ++i;
+        break;
       case '+':
+        repeat(2, 1, 0);
+        ++i;
+        break;
       case '?':
-        top.last = Saturate(std::max<uint64_t>(1, top.last) * 2);
+        repeat(2, 0, 1);
         ++i;
         break;
       case '{': {
         size_t j = i + 1;
         uint64_t m = 0, n = 0;
-        bool has_n = false;
+        bool comma = false, has_n = false;
         while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
           m = Saturate(m * 10 + static_cast<uint64_t>(p[j] - '0'));
           ++j;
         }
         if (j < p.size() && p[j] == ',') {
+          comma = true;
           ++j;
           while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
             n = Saturate(n * 10 + static_cast<uint64_t>(p[j] - '0'));
@@ -136,41 +195,38 @@ uint64_t RepetitionCost(absl::string_view p) {
           }
         }
         if (j < p.size() && p[j] == '}') {
-          top.last = Saturate(std::max<uint64_t>(1, top.last) * ((has_n ? std::max(m, n) : m) + 1));
+          const uint64_t most = has_n ? std::max(m, n) : (comma ? 0 : m);
+          repeat((has_n ? std::max(m, n) : m) + 1, m, most);
           i = j + 1;
         } else {  // not an interval: a literal '{'
-          top.Commit();
-          top.last = 1;
+          top.Atom(false);
           ++i;
         }
         break;
       }
       case '[':
-        top.Commit();
-        top.last = 1;
+        top.Atom(false);
         i = SkipBracket(p, i);
         break;
       case '\\':
-        top.Commit();
-        top.last = 1;
+        top.Atom(false);
         i += 2;
         break;
+      case '^':
+      case '$':  // anchors match the empty string
+        top.Atom(true);
+        ++i;
+        break;
       default:
-        top.Commit();
-        top.last = 1;
+        top.Atom(false);
         ++i;
         break;
     }
   }
-  while (stack.size() > 1) {  // unclosed groups (regcomp refuses them anyway)
-    stack.back().Commit();
-    const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
-    stack.pop_back();
-    stack.back().Commit();
-    stack.back().last = group;
-  }
+  while (stack.size() > 1) close_group();  // unclosed groups (regcomp refuses them anyway)
   stack.back().Commit();
-  return stack.back().sum;
+  scan.cost = stack.back().sum;
+  return scan;
 }
 
 }  // namespace
@@ -190,10 +246,16 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
         "bad regex '", text, "': back-references (\\1 to \\9) are not supported: their matching "
         "time grows exponentially with the name"));
   }
-  if (RepetitionCost(text) > kMaxRepetitionCost) {
+  const RepetitionScan scan = ScanRepetitions(text);
+  if (scan.cost > kMaxRepetitionCost) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad regex '", text, "': repetitions too large or too deeply nested (over ",
         kMaxRepetitionCost, " copies)"));
+  }
+  if (scan.repeats_empty) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad regex '", text, "': a repetition of something that can match nothing (as in "
+        "'(a?)+' or 'a*+'; write 'a*'): glibc's regcomp takes exponential time over it"));
   }
   auto raw = std::make_unique<regex_t>();
   const int rc = regcomp(raw.get(), text.c_str(), REG_EXTENDED);
