@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -94,132 +95,132 @@ struct RepetitionScan {
 // 1.9 s, at copies well below the limit. A repetition of a non-empty one ("(a+)+",
 // "([0-9]+)?") stays linear, and an empty match repeated adds nothing a '*' or a '?' would not
 // say ("(a?)+" is "a*").
+// One group of the pattern being scanned (the whole pattern is the outermost).
+struct ScanFrame {
+  uint64_t sum = 0;   // committed atoms of this group (all alternatives)
+  uint64_t last = 0;  // the atom or group the next repetition applies to
+  bool has_last = false;
+  bool last_empty = false;     // `last` can match the empty string
+  bool sequence_empty = true;  // every item of the current alternative can
+  bool group_empty = false;    // some finished alternative can
+  void Commit() {
+    sum = Saturate(sum + last);
+    last = 0;
+    if (has_last) sequence_empty = sequence_empty && last_empty;
+    has_last = false;
+    last_empty = false;
+  }
+  void EndAlternative() {
+    Commit();
+    group_empty = group_empty || sequence_empty;
+    sequence_empty = true;
+  }
+  void Item(uint64_t copies, bool empty) {
+    Commit();
+    last = copies;
+    has_last = true;
+    last_empty = empty;
+  }
+};
+
+// A repetition's bounds: {m}, {m,}, {m,n}, {,n}.
+struct Interval {
+  uint64_t least = 0;
+  uint64_t most = 0;    // 0: no bound
+  uint64_t copies = 0;  // what regcomp makes of it, for the cost
+  size_t end = 0;       // the position after '}'
+};
+
+// The interval starting at `i` ('{'), or nullopt when it is not one (a literal '{').
+std::optional<Interval> ParseInterval(absl::string_view p, size_t i) {
+  size_t j = i + 1;
+  uint64_t m = 0, n = 0;
+  bool comma = false, has_n = false;
+  while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
+    m = Saturate(m * 10 + static_cast<uint64_t>(p[j] - '0'));
+    ++j;
+  }
+  if (j < p.size() && p[j] == ',') {
+    comma = true;
+    ++j;
+    while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
+      n = Saturate(n * 10 + static_cast<uint64_t>(p[j] - '0'));
+      has_n = true;
+      ++j;
+    }
+  }
+  if (j >= p.size() || p[j] != '}') return std::nullopt;
+  const uint64_t top = has_n ? std::max(m, n) : m;
+  return Interval{m, has_n ? top : (comma ? 0 : m), top + 1, j + 1};
+}
+
 RepetitionScan ScanRepetitions(absl::string_view p) {
-  struct Frame {
-    uint64_t sum = 0;   // committed atoms of this group (all alternatives)
-    uint64_t last = 0;  // the atom or group the next repetition applies to
-    bool has_last = false;
-    bool last_empty = false;      // `last` can match the empty string
-    bool sequence_empty = true;   // every item of the current alternative can
-    bool group_empty = false;     // some finished alternative can
-    void Commit() {
-      sum = Saturate(sum + last);
-      last = 0;
-      if (has_last) sequence_empty = sequence_empty && last_empty;
-      has_last = false;
-      last_empty = false;
-    }
-    void EndAlternative() {
-      Commit();
-      group_empty = group_empty || sequence_empty;
-      sequence_empty = true;
-    }
-    void Atom(bool empty) {
-      Commit();
-      last = 1;
-      has_last = true;
-      last_empty = empty;
-    }
-  };
   RepetitionScan scan;
-  std::vector<Frame> stack(1);
-  // Applies a repetition of at most `most` copies (0: no bound) to the top frame's last item;
-  // `least` copies at least.
+  std::vector<ScanFrame> stack(1);
+  // Applies a repetition of `least` to `most` copies (`most` 0: no bound) to the top frame's
+  // last item.
   auto repeat = [&](uint64_t factor, uint64_t least, uint64_t most) {
-    Frame& top = stack.back();
+    ScanFrame& top = stack.back();
     if (top.has_last && top.last_empty && (most == 0 || most > 1)) scan.repeats_empty = true;
+    const bool had_last = top.has_last;
     top.last = Saturate(std::max<uint64_t>(1, top.last) * factor);
-    if (least == 0) top.last_empty = true;
     // A repetition with nothing before it stands for itself (a literal to regcomp).
-    if (!top.has_last) {
-      top.has_last = true;
-      top.last_empty = false;
-    }
+    top.has_last = true;
+    top.last_empty = had_last && (top.last_empty || least == 0);
   };
   auto close_group = [&] {
     stack.back().EndAlternative();
     const uint64_t group = std::max<uint64_t>(1, stack.back().sum);
     const bool empty = stack.back().group_empty;
     stack.pop_back();
-    Frame& parent = stack.back();
-    parent.Commit();
-    parent.last = group;
-    parent.has_last = true;
-    parent.last_empty = empty;
+    stack.back().Item(group, empty);
   };
   size_t i = 0;
   while (i < p.size()) {
-    Frame& top = stack.back();
-    const char c = p[i];
+    ScanFrame& top = stack.back();
+    const char c = p[i++];
     switch (c) {
       case '(':
         top.Commit();
         stack.emplace_back();
-        ++i;
         break;
       case ')':
         if (stack.size() > 1) close_group();
-        ++i;
         break;
       case '|':
         top.EndAlternative();
-        ++i;
         break;
       case '*':
         repeat(2, 0, 0);
-        ++i;
         break;
       case '+':
         repeat(2, 1, 0);
-        ++i;
         break;
       case '?':
         repeat(2, 0, 1);
-        ++i;
         break;
-      case '{': {
-        size_t j = i + 1;
-        uint64_t m = 0, n = 0;
-        bool comma = false, has_n = false;
-        while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
-          m = Saturate(m * 10 + static_cast<uint64_t>(p[j] - '0'));
-          ++j;
-        }
-        if (j < p.size() && p[j] == ',') {
-          comma = true;
-          ++j;
-          while (j < p.size() && absl::ascii_isdigit(static_cast<unsigned char>(p[j]))) {
-            n = Saturate(n * 10 + static_cast<uint64_t>(p[j] - '0'));
-            has_n = true;
-            ++j;
-          }
-        }
-        if (j < p.size() && p[j] == '}') {
-          const uint64_t most = has_n ? std::max(m, n) : (comma ? 0 : m);
-          repeat((has_n ? std::max(m, n) : m) + 1, m, most);
-          i = j + 1;
-        } else {  // not an interval: a literal '{'
-          top.Atom(false);
-          ++i;
+      case '{':
+        if (const std::optional<Interval> interval = ParseInterval(p, i - 1)) {
+          repeat(interval->copies, interval->least, interval->most);
+          i = interval->end;
+        } else {
+          top.Item(1, false);
         }
         break;
-      }
       case '[':
-        top.Atom(false);
-        i = SkipBracket(p, i);
+        top.Item(1, false);
+        i = SkipBracket(p, i - 1);
         break;
       case '\\':
-        top.Atom(false);
-        i += 2;
+        top.Item(1, false);
+        ++i;
         break;
       case '^':
       case '$':  // anchors match the empty string
-        top.Atom(true);
-        ++i;
+        top.Item(1, true);
         break;
       default:
-        top.Atom(false);
-        ++i;
+        top.Item(1, false);
         break;
     }
   }
