@@ -86,6 +86,7 @@ size_t SkipBracket(absl::string_view p, size_t i) {
 struct RepetitionScan {
   uint64_t cost = 0;
   bool repeats_empty = false;
+  bool unmatched_close = false;  // a ')' without its '(': a literal alone, not once wrapped
 };
 
 // A second shape glibc's regcomp takes exponential time over, whatever the copies: a sub-
@@ -95,6 +96,11 @@ struct RepetitionScan {
 // 1.9 s, at copies well below the limit. A repetition of a non-empty one ("(a+)+",
 // "([0-9]+)?") stays linear, and an empty match repeated adds nothing a '*' or a '?' would not
 // say ("(a?)+" is "a*").
+// The characters after a backslash that make one of glibc's word and buffer anchors.
+bool IsWordAnchor(char c) {
+  return c == 'b' || c == 'B' || c == '<' || c == '>' || c == '`' || c == '\'';
+}
+
 // One group of the pattern being scanned (the whole pattern is the outermost).
 struct ScanFrame {
   uint64_t sum = 0;   // committed atoms of this group (all alternatives)
@@ -185,7 +191,11 @@ RepetitionScan ScanRepetitions(absl::string_view p) {
         stack.emplace_back();
         break;
       case ')':
-        if (stack.size() > 1) close_group();
+        if (stack.size() > 1) {
+          close_group();
+        } else {
+          scan.unmatched_close = true;
+        }
         break;
       case '|':
         top.EndAlternative();
@@ -212,7 +222,8 @@ RepetitionScan ScanRepetitions(absl::string_view p) {
         i = SkipBracket(p, i - 1);
         break;
       case '\\':
-        top.Item(1, false);
+        // glibc's word anchors (\b \B \< \> \` \') match the empty string, as '^' does.
+        top.Item(1, i < p.size() && IsWordAnchor(p[i]));
         ++i;
         break;
       case '^':
@@ -252,6 +263,13 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad regex '", text, "': repetitions too large or too deeply nested (over ",
         kMaxRepetitionCost, " copies)"));
+  }
+  // regcomp reads a ')' without its '(' as the character, but in the anchored form below it
+  // would close the wrapper's group: another pattern, and repetitions after it the scan
+  // never saw.
+  if (scan.unmatched_close) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad regex '", text, "': unmatched ')' (write '\\)' for the character)"));
   }
   if (scan.repeats_empty) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -123,7 +123,7 @@ TEST(RegexTest, PatternsGlibcTakesUnboundedTimeOverAreRefused) {
   // Compile makes, took over 10 s); so do sequences of them at fewer copies. Refused, whatever
   // their copies.
   for (const char* pattern :
-       {"4??+++++\xff" "0-9]+)", "(a?)+", "a*+", "(a*)*", "(a|)*", "(|a)+", "(a?){2,100}",
+       {"4??+++++\xff" "0-9]+", "(a?)+", "a*+", "(a*)*", "(a|)*", "(|a)+", "(a?){2,100}",
         "(a?){2,}", "^(4?+5?+6?+7?+8?+9?+a?+b?+c?+d?+e?+)+$", "((((4?)+)+)+)+", "(()+)+",
         "(^)+", "(a+?)+"}) {
     absl::StatusOr<Regex> regex = Regex::Compile(pattern);
@@ -132,13 +132,30 @@ TEST(RegexTest, PatternsGlibcTakesUnboundedTimeOverAreRefused) {
                 ::testing::HasSubstr("a repetition of something that can match nothing"))
         << pattern;
   }
+  // glibc's word anchors match nothing, as '^' does: "(\b){2,40}" took regcomp 11 s.
+  for (const char* pattern : {"(\\b){2,40}", "(((\\B)+)+)+", "(\\<)*", "x(\\>|y)+"}) {
+    absl::StatusOr<Regex> regex = Regex::Compile(pattern);
+    ASSERT_FALSE(regex.ok()) << pattern;
+    EXPECT_THAT(std::string(regex.status().message()),
+                ::testing::HasSubstr("a repetition of something that can match nothing"))
+        << pattern;
+  }
+  // A ')' without its '(' would close the group of the anchored form: "|a)+++++" became
+  // "^(|a)+++++)$" (16 s in regcomp), and "a|b)" stopped matching "a".
+  for (const char* pattern : {"|a)+++++", "a|b)", "x)"}) {
+    absl::StatusOr<Regex> regex = Regex::Compile(pattern);
+    ASSERT_FALSE(regex.ok()) << pattern;
+    EXPECT_THAT(std::string(regex.status().message()), ::testing::HasSubstr("unmatched ')'"))
+        << pattern;
+  }
   // What real configurations write stays accepted.
   for (const char* pattern :
        {"([0-9]+)", "(.*)", "[0-9]{1,3}", "sd[a-z]+([0-9]+)?", "(tun|tap)[0-9]*", "[[:alnum:]]+",
         "a{1,200}", "(a+)+", "[+*?{]+", "\\+\\*x{2}", "[0-9]{1,3}(p[0-9]{1,3})?",
         // Empty matches repeated at most once, and repetitions of what cannot be empty.
         "(a?)?", "(a*)?", "a??", "(a?){0,1}", "(a?b)+", "((a?b)+c?)+", "(a|b?c)*", "x{0}",
-        "(a?){1}", "ram([0-9]*)", "(tty|pty)[a-z]?[0-9]*", "\\(a?\\)+"}) {
+        "(a?){1}", "ram([0-9]*)", "(tty|pty)[a-z]?[0-9]*", "\\(a?\\)+",
+        "\\bsd[a-z]\\b", "x\\)"}) {
     EXPECT_TRUE(Regex::Compile(pattern).ok()) << pattern;
   }
 }
