@@ -45,10 +45,15 @@ struct Node {
   const char* values = nullptr;  // first value record
 };
 
-// Decodes and bounds-checks nodes of one image.
+// Decodes and bounds-checks nodes of one image, reading at most `budget` bytes of it in all:
+// a walk over depmod's tree reads each node a known number of times, so its owner sets the
+// budget from the image's size, and a corrupt image (child tables shared or cyclic, a node of
+// many values reached by many paths, long prefixes decoded again and again) costs time linear
+// in its size instead of quadratic or exponential. Once the budget is spent, nothing decodes.
 class Walker {
  public:
-  Walker(const char* data, size_t size) : data_(data), size_(size) {}
+  Walker(const char* data, size_t size, size_t budget)
+      : data_(data), size_(size), left_(budget) {}
 
   [[nodiscard]] bool Decode(uint32_t offset, Node* node) const {
     size_t pos = offset & kOffsetMask;
@@ -57,14 +62,19 @@ class Walker {
     if (pos == 0 || pos > size_) return false;
     *node = Node{};
     if (offset & kFlagPrefix) {
-      const void* nul = std::memchr(data_ + pos, '\0', size_ - pos);
-      if (nul == nullptr) return false;
+      const size_t limit = std::min(size_ - pos, left_);
+      const void* nul = std::memchr(data_ + pos, '\0', limit);
+      if (nul == nullptr) {
+        left_ -= limit;
+        return false;
+      }
       const size_t len = static_cast<const char*>(nul) - (data_ + pos);
+      left_ -= len + 1;
       node->prefix = absl::string_view(data_ + pos, len);
       pos += len + 1;
     }
     if (offset & kFlagChildren) {
-      if (pos + 2 > size_) return false;
+      if (pos + 2 > size_ || !Spend(2)) return false;
       node->first = static_cast<unsigned char>(data_[pos]);
       node->last = static_cast<unsigned char>(data_[pos + 1]);
       pos += 2;
@@ -75,7 +85,7 @@ class Walker {
       pos += 4 * count;
     }
     if (offset & kFlagValues) {
-      if (pos + 4 > size_) return false;
+      if (pos + 4 > size_ || !Spend(4)) return false;
       node->value_count = ReadBe32(data_ + pos);
       node->values = data_ + pos + 4;
     }
@@ -83,29 +93,46 @@ class Walker {
   }
 
   [[nodiscard]] bool Child(const Node& node, unsigned char ch, Node* child) const {
-    if (node.children == nullptr || ch < node.first || ch > node.last) return false;
+    if (node.children == nullptr || ch < node.first || ch > node.last || !Spend(4)) return false;
     return Decode(ReadBe32(node.children + 4 * (ch - node.first)), child);
   }
 
-  // Calls f(priority, value) for each stored value, in stored order; stops at a bad record.
+  // Calls f(priority, value) for each stored value, in stored order; stops at a bad record or
+  // when the budget is spent.
   template <typename F>
   void ForEachValue(const Node& node, F&& f) const {
     const char* p = node.values;
     for (uint32_t i = 0; i < node.value_count; ++i) {
-      if (p + 4 > data_ + size_) return;
+      if (p + 4 > data_ + size_ || !Spend(4)) return;
       const uint32_t priority = ReadBe32(p);
       p += 4;
-      const void* nul = std::memchr(p, '\0', data_ + size_ - p);
-      if (nul == nullptr) return;
+      const size_t limit = std::min(static_cast<size_t>(data_ + size_ - p), left_);
+      const void* nul = std::memchr(p, '\0', limit);
+      if (nul == nullptr) {
+        left_ -= limit;
+        return;
+      }
       const size_t len = static_cast<const char*>(nul) - p;
+      left_ -= len + 1;
       f(priority, absl::string_view(p, len));
       p += len + 1;
     }
   }
 
  private:
+  [[nodiscard]] bool Spend(size_t n) const {
+    if (n > left_) {
+      left_ = 0;
+      return false;
+    }
+    left_ -= n;
+    return true;
+  }
+
+ private:
   const char* data_;
   size_t size_;
+  mutable size_t left_;
 };
 
 absl::Status CheckSize(size_t size) {
@@ -115,6 +142,11 @@ absl::Status CheckSize(size_t size) {
   }
   return absl::OkStatus();
 }
+
+// The bytes a walk may read: `passes` times the image (and a little for a tiny one). A walk
+// over depmod's tree reads each node once (a dump, a lookup), or once more for each wildcard
+// character of a query, whose literal descent also enters the wildcard subtrees.
+size_t WalkBudget(size_t image_size, size_t passes) { return (image_size + 64) * passes; }
 
 struct Found {
   uint32_t priority;
@@ -138,16 +170,20 @@ struct GlobState {
 // kmod's wildcard search: descend literally until a wildcard, then enumerate the wildcard
 // subtree and fnmatch each complete key (from the wildcard on) against the rest of the query.
 // In depmod's tree the literal path and the wildcard subtrees are disjoint, so a search visits
-// each node once at most and collects each value record once at most; the budgets of nodes
-// (about one per byte of the image) and of values (one per five bytes) hold a corrupt image whose
-// child tables are shared or cyclic to the same bounds, where its paths could be exponential.
+// each node once at most and collects each value record once at most (once more for each
+// wildcard of the query itself, whose literal descent enters the wildcard subtrees too); the
+// budgets of nodes (about one per byte of the image) and of values (one per five bytes) hold a
+// corrupt image whose child tables are shared or cyclic to the same bounds, where its paths
+// could be exponential, and the walker's budget of bytes bounds the work of each visit.
 class WildSearch {
  public:
-  WildSearch(const Walker& walker, size_t image_size, const std::string& key)
+  // `wildcards`: the query's own '*', '?' and '[': each lets a node be reached once more.
+  WildSearch(const Walker& walker, size_t image_size, size_t wildcards, const std::string& key)
       : walker_(walker),
         key_(key),
-        nodes_left_(image_size + 2),  // + 1: Run hands its node to All when the prefix has a wildcard
-        values_left_(image_size / 5 + 1) {
+        // + 1: Run hands its node to All when the prefix has a wildcard
+        nodes_left_((image_size + 2) * (1 + wildcards)),
+        values_left_((image_size / 5 + 1) * (1 + wildcards)) {
     tracked_ = key_.size() <= kMaxTracked;
     mask_of_.fill(0);  // slot 0: the empty mask of characters not in the key
     masks_.emplace_back();
@@ -374,7 +410,7 @@ absl::Status KmodIndex::CheckHeader() {
   // depmod writes the root last, so a file cut short loses its root (or the root's child
   // table): one decode at open tells a truncated file from a good one. Damage deeper inside
   // only costs the keys below it (every read is bounds-checked).
-  const Walker walker(data_, size_);
+  const Walker walker(data_, size_, WalkBudget(size_, 2));
   Node root;
   if (!walker.Decode(root_, &root)) {
     return absl::InvalidArgumentError(absl::StrCat("truncated or corrupt (root node at offset ",
@@ -426,7 +462,7 @@ absl::StatusOr<KmodIndex> KmodIndex::FromBytes(std::string bytes) {
 
 std::optional<absl::string_view> KmodIndex::Find(absl::string_view key) const {
   if (const size_t nul = key.find('\0'); nul != key.npos) key = key.substr(0, nul);
-  const Walker walker(data_, size_);
+  const Walker walker(data_, size_, WalkBudget(size_, 2));
   Node node;
   if (!walker.Decode(root_, &node)) return std::nullopt;
   size_t i = 0;
@@ -454,10 +490,12 @@ std::optional<absl::string_view> KmodIndex::Find(absl::string_view key) const {
 
 size_t KmodIndex::SearchWild(absl::string_view key, std::vector<IndexValue>* out) const {
   std::string query(key.substr(0, key.find('\0')));
-  const Walker walker(data_, size_);
+  const size_t wildcards = static_cast<size_t>(std::count_if(
+      query.begin(), query.end(), [](char c) { return c == '*' || c == '?' || c == '['; }));
+  const Walker walker(data_, size_, WalkBudget(size_, 2 + wildcards));
   Node root;
   if (!walker.Decode(root_, &root)) return 0;
-  WildSearch search(walker, size_, query);
+  WildSearch search(walker, size_, wildcards, query);
   search.Run(root);
   std::vector<Found>& found = search.found();
   // kmod inserts each value before the first one of equal or higher priority.
@@ -485,10 +523,15 @@ class Dumper {
         out_(out) {}
 
   void Visit(const Node& node, std::string* key) {
-    if (nodes_left_ == 0 || key->size() > kMaxPatternLength) return;
+    if (nodes_left_ == 0) return;
     --nodes_left_;
     const size_t base = key->size();
     key->append(node.prefix.data(), node.prefix.size());
+    // Checked with the prefix: printed keys stay short, however long a corrupt prefix is.
+    if (key->size() > kMaxPatternLength) {
+      key->resize(base);
+      return;
+    }
     walker_.ForEachValue(node, [&](uint32_t, absl::string_view value) {
       if (values_left_ == 0 || value.size() > value_bytes_left_) {
         values_left_ = 0;
@@ -521,7 +564,7 @@ class Dumper {
 }  // namespace
 
 void KmodIndex::Dump(absl::string_view prefix, std::string* out) const {
-  const Walker walker(data_, size_);
+  const Walker walker(data_, size_, WalkBudget(size_, 2));
   Node root;
   if (!walker.Decode(root_, &root)) return;
   std::string key(prefix);

@@ -194,9 +194,54 @@ TEST(KmodIndexTest, WildSearchOfACyclicWildcardTableEnds) {
                             std::string("\x00\x00\x00\x01\x00\x00\x00\x00v\0", 10);
   absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(image);
   ASSERT_TRUE(index.ok()) << index.status();
+  // Ends, with what the budgets let it find.
   const std::vector<std::string> values = Wild(*index, "++++++++");
-  EXPECT_THAT(values, Not(IsEmpty()));
   EXPECT_LE(values.size(), image.size() / 5 + 1);
+}
+
+// Corrupt images of 1 MB whose every visit would read the whole of something again: before the
+// walker's budget of bytes, each took hours (the work grew with the square of the size).
+TEST(KmodIndexTest, CorruptImagesCostTimeLinearInTheirSize) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  const std::string header("\xb0\x07\xf4\x57\x00\x02\x00\x01", 8);
+  constexpr uint32_t kPrefix = 0x80000000;
+  constexpr uint32_t kValues = 0x40000000;
+  constexpr uint32_t kChildren = 0x20000000;
+  constexpr size_t kRecords = 200000;  // empty values: a priority and a NUL each
+  auto records = [&] {
+    std::string r = be32(kRecords);
+    for (size_t i = 0; i < kRecords; ++i) r += be32(0) + std::string(1, '\0');
+    return r;
+  };
+  // A node of many values whose children '*' and '+' are itself: every path re-reads them.
+  const uint32_t self = kValues | kChildren | 12;
+  const std::string looped = header + be32(self) + "*+" + be32(self) + be32(self) + records();
+  absl::StatusOr<KmodIndex> index = KmodIndex::FromBytes(looped);
+  ASSERT_TRUE(index.ok()) << index.status();
+  std::string dump;
+  index->Dump("", &dump);
+  EXPECT_LE(static_cast<size_t>(std::count(dump.begin(), dump.end(), '\n')),
+            looped.size() / 5 + 1);
+  const std::vector<std::string> found = Wild(*index, "++++++++");
+  EXPECT_THAT(found, Not(IsEmpty()));
+  // A node whose '*' and '?' are itself and whose other 253 children are one leaf with a
+  // prefix of half the image: every visit decodes that prefix again.
+  const uint32_t leaf_at = 12 + 2 + 255 * 4;
+  std::string table;
+  for (unsigned ch = 1; ch <= 255; ++ch) {
+    table += (ch == '*' || ch == '?') ? be32(kChildren | 12) : be32(kPrefix | leaf_at);
+  }
+  const std::string wide = header + be32(kChildren | 12) + "\x01\xff" + table +
+                           std::string(500000, 'p') + std::string(1, '\0');
+  absl::StatusOr<KmodIndex> wide_index = KmodIndex::FromBytes(wide);
+  ASSERT_TRUE(wide_index.ok()) << wide_index.status();
+  EXPECT_THAT(Wild(*wide_index, "abc"), IsEmpty());
+  std::string wide_dump;
+  wide_index->Dump("", &wide_dump);
+  EXPECT_EQ(wide_dump, "");
 }
 
 // What each damaged file says: the module index logs it with the path.
