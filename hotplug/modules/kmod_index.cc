@@ -523,15 +523,12 @@ class Dumper {
         out_(out) {}
 
   void Visit(const Node& node, std::string* key) {
-    if (nodes_left_ == 0) return;
+    // Checked before the prefix, as kmod prints a key of any length: the one long prefix of a
+    // good index is printed whole (the walker's budget has read it once).
+    if (nodes_left_ == 0 || key->size() > kMaxPatternLength) return;
     --nodes_left_;
     const size_t base = key->size();
     key->append(node.prefix.data(), node.prefix.size());
-    // Checked with the prefix: printed keys stay short, however long a corrupt prefix is.
-    if (key->size() > kMaxPatternLength) {
-      key->resize(base);
-      return;
-    }
     walker_.ForEachValue(node, [&](uint32_t, absl::string_view value) {
       if (values_left_ == 0 || value.size() > value_bytes_left_) {
         values_left_ = 0;

@@ -286,6 +286,15 @@ TEST(KmodIndexTest, DumpListsEveryValueInKmodsOrder) {
             "alias pci:v2* two\n");
 }
 
+// kmod prints a key of any length; the budgets never shorten a good index's dump.
+TEST(KmodIndexTest, DumpPrintsALongKeyWhole) {
+  const std::string key(2000, 'k');
+  const KmodIndex index = Build({{key, "long", 0}, {"short", "s", 0}});
+  std::string dump;
+  index.Dump("alias ", &dump);
+  EXPECT_EQ(dump, "alias " + key + " long\nalias short s\n");
+}
+
 TEST(KmodIndexTest, OpenMapsAFileAndReportsMissingOnes) {
   EXPECT_TRUE(absl::IsNotFound(KmodIndex::Open("/nonexistent/modules.alias.bin").status()));
 }
