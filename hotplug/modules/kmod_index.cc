@@ -26,9 +26,10 @@ constexpr uint32_t kFlagPrefix = 0x80000000;
 constexpr uint32_t kFlagValues = 0x40000000;
 constexpr uint32_t kFlagChildren = 0x20000000;
 constexpr uint32_t kOffsetMask = 0x0FFFFFFF;
-// A pattern longer than this can only come from a corrupt (cyclic) index.
-// (Also bounds the walk's recursion depth.)
-constexpr size_t kMaxPatternLength = 1024;
+// The deepest a walk recurses into the trie, in nodes: each level is a branch of depmod's tree
+// (single-child chains are one node's prefix), so a good index stays far below it whatever its
+// keys' lengths; deeper can only be a corrupt (cyclic) index, and this bounds the stack.
+constexpr size_t kMaxDepth = 1024;
 
 uint32_t ReadBe32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
@@ -331,12 +332,12 @@ class WildSearch {
 
   // `subkey` indexes key_; pattern_ holds the key text from the first wildcard on; `state`
   // has consumed pattern_ so far.
-  void All(const Node& node, size_t j, size_t subkey, GlobState state) {
+  void All(const Node& node, size_t j, size_t subkey, GlobState state, size_t depth = 0) {
     const size_t base = pattern_.size();
-    if (base > kMaxPatternLength || !Visit()) return;
+    if (depth > kMaxDepth || !Visit()) return;
     for (size_t k = j; k < node.prefix.size(); ++k) {
       pattern_.push_back(node.prefix[k]);
-      if (!Step(&state, node.prefix[k]) || pattern_.size() > kMaxPatternLength) {
+      if (!Step(&state, node.prefix[k])) {
         pattern_.resize(base);
         return;
       }
@@ -347,7 +348,9 @@ class WildSearch {
         if (!walker_.Child(node, static_cast<unsigned char>(ch), &child)) continue;
         pattern_.push_back(static_cast<char>(ch));
         GlobState child_state = state;
-        if (Step(&child_state, static_cast<char>(ch))) All(child, 0, subkey, child_state);
+        if (Step(&child_state, static_cast<char>(ch))) {
+          All(child, 0, subkey, child_state, depth + 1);
+        }
         pattern_.pop_back();
       }
     }
@@ -522,10 +525,10 @@ class Dumper {
         value_bytes_left_(image_size),
         out_(out) {}
 
-  void Visit(const Node& node, std::string* key) {
-    // Checked before the prefix, as kmod prints a key of any length: the one long prefix of a
-    // good index is printed whole (the walker's budget has read it once).
-    if (nodes_left_ == 0 || key->size() > kMaxPatternLength) return;
+  // kmod prints keys of any length; the depth bounds the recursion, the walker's budget the
+  // bytes a key can gather.
+  void Visit(const Node& node, std::string* key, size_t depth = 0) {
+    if (nodes_left_ == 0 || depth > kMaxDepth) return;
     --nodes_left_;
     const size_t base = key->size();
     key->append(node.prefix.data(), node.prefix.size());
@@ -543,7 +546,7 @@ class Dumper {
         Node child;
         if (!walker_.Child(node, static_cast<unsigned char>(ch), &child)) continue;
         key->push_back(static_cast<char>(ch));
-        Visit(child, key);
+        Visit(child, key, depth + 1);
         key->pop_back();
       }
     }

@@ -152,7 +152,7 @@ TEST(KmodIndexTest, RejectsBadHeadersAndSurvivesCorruptNodes) {
   EXPECT_THAT(Wild(*loop, "anything"), IsEmpty());
   EXPECT_EQ(loop->Find("****"), std::nullopt);
   std::string dump;
-  loop->Dump("", &dump);  // ends: the walk has a budget of one node per byte
+  loop->Dump("", &dump);  // ends: the walk's budgets and its depth bound it
   EXPECT_EQ(dump, "");
 }
 
@@ -286,13 +286,23 @@ TEST(KmodIndexTest, DumpListsEveryValueInKmodsOrder) {
             "alias pci:v2* two\n");
 }
 
-// kmod prints a key of any length; the budgets never shorten a good index's dump.
-TEST(KmodIndexTest, DumpPrintsALongKeyWhole) {
+// kmod takes keys of any length; the bounds never shorten a good index's answers. Keys of
+// 1,450 characters that branch after 1,400 (the dump and the search once stopped at 1,024).
+TEST(KmodIndexTest, LongKeysAreDumpedAndFoundWhole) {
   const std::string key(2000, 'k');
-  const KmodIndex index = Build({{key, "long", 0}, {"short", "s", 0}});
+  const std::string common(1400, 'p');
+  const KmodIndex index = Build({{key, "long", 0},
+                                 {"short", "s", 0},
+                                 {common + "a" + std::string(49, 'x'), "a", 0},
+                                 {common + "b" + std::string(49, 'y'), "b", 0},
+                                 {common + "c*", "c", 0}});
   std::string dump;
   index.Dump("alias ", &dump);
-  EXPECT_EQ(dump, "alias " + key + " long\nalias short s\n");
+  EXPECT_EQ(dump, "alias " + key + " long\n" + "alias " + common + "a" + std::string(49, 'x') +
+                      " a\n" + "alias " + common + "b" + std::string(49, 'y') + " b\n" +
+                      "alias " + common + "c* c\n" + "alias short s\n");
+  EXPECT_THAT(Wild(index, common + "c" + std::string(300, 'z')), ElementsAre("c"));
+  EXPECT_THAT(Wild(index, common + "b" + std::string(49, 'y')), ElementsAre("b"));
 }
 
 TEST(KmodIndexTest, OpenMapsAFileAndReportsMissingOnes) {
