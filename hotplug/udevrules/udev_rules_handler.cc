@@ -268,7 +268,7 @@ Task<void> UdevRulesHandler::Serve(io::Reactor& reactor) {
     auto job = [world = world_, sysfs = options_.sysfs_root, dev = options_.dev_root]() -> Closes {
       Closes out;
       for (const int wd : world->watches->TakeClosed()) {
-        const std::string id = world->watches->DeviceOf(wd);
+        const std::string id = world->watches->WatchedDevice(wd);
         if (id.empty()) continue;  // dropped since
         ++out.closes;
         ChangeReport report = SynthesizeChange(sysfs, dev, id);

@@ -175,7 +175,7 @@ absl::Status Watches::Begin(absl::string_view id, absl::string_view devname) {
   return status;
 }
 
-std::string Watches::DeviceOf(int wd) const {
+std::string Watches::WatchedDevice(int wd) const {
   return ReadLinkAt(run_dir_.get(), absl::StrCat(kWatchDir, "/", wd)).value_or("");
 }
 

@@ -35,7 +35,7 @@ class Watches {
   // is left behind).
   absl::Status Begin(absl::string_view id, absl::string_view devname);
   // The device id that watch `wd` is recorded for; "" when none.
-  [[nodiscard]] std::string DeviceOf(int wd) const;
+  [[nodiscard]] std::string WatchedDevice(int wd) const;
   // What the inotify descriptor holds now (never blocks): the watch numbers of nodes closed
   // after a write, in order. Other events (a watch dropped by the kernel when its node went)
   // are left alone: the device's remove drops the records, as in udevd.

@@ -78,7 +78,7 @@ TEST_F(WatchesTest, BeginRecordsBothWaysAndACloseAfterWriteIsReported) {
   ASSERT_TRUE(number.has_value());
   EXPECT_EQ(Readlink(Run(*number)), "b8:0");
   const int wd = std::stoi(*number);
-  EXPECT_EQ(watches_->DeviceOf(wd), "b8:0");
+  EXPECT_EQ(watches_->WatchedDevice(wd), "b8:0");
 
   // A reader's close is no reason; a writer's is, once.
   const int reader = ::open(absl::StrCat(dev_, "/sda").c_str(), O_RDONLY | O_CLOEXEC);
@@ -236,7 +236,7 @@ TEST_F(SynthesizeChangeTest, APartitionADmDiskAndACharDeviceChangeAlone) {
   EXPECT_TRUE(Changed("/devices/pnp0/00:04/tty/ttyS0"));
 }
 
-TEST_F(SynthesizeChangeTest, AGoneDeviceOrAnIdWithoutANodeChangesNothing) {
+TEST_F(SynthesizeChangeTest, NeitherAGoneDeviceNorAnIdWithoutANodeChanges) {
   const ChangeReport gone = SynthesizeChange(sys_->root(), dev_, "b8:48");
   EXPECT_EQ(gone.changes, 0u);
   EXPECT_THAT(gone.log, IsEmpty());
