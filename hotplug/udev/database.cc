@@ -147,17 +147,33 @@ absl::StatusOr<DatabaseDir> DatabaseDir::Open(const std::string& run_dir) {
   return DatabaseDir(std::move(fd), run_dir);
 }
 
-absl::StatusOr<UniqueFd> DatabaseDir::DataDir(bool create) const {
-  return OpenDirBeneath(fd_.get(), "data", create, absl::StrCat(path_, "/data"));
+absl::StatusOr<int> DatabaseDir::DataDir(bool create, int stale) const {
+  if (const int fd = data_->fd.load(std::memory_order_acquire); fd >= 0 && fd != stale) return fd;
+  std::lock_guard<std::mutex> lock(data_->mutex);
+  if (data_->current.valid() && data_->current.get() != stale) return data_->current.get();
+  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, OpenDirBeneath(fd_.get(), "data", create, absl::StrCat(path_, "/data")));
+  if (data_->current.valid()) {
+    // Another thread may have just taken the old fd: it stays open (a few replaced ones).
+    constexpr size_t kReplacedKept = 8;
+    if (data_->replaced.size() >= kReplacedKept) data_->replaced.erase(data_->replaced.begin());
+    data_->replaced.push_back(std::move(data_->current));
+  }
+  data_->current = std::move(dir);
+  data_->fd.store(data_->current.get(), std::memory_order_release);
+  return data_->current.get();
 }
 
 absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content, bool persist) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
-  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, DataDir(/*create=*/true));
   // Unique per thread; events of one device never run at once, so per id too.
   const std::string temp = absl::StrCat(".#", id, ".", ::gettid());
-  UniqueFd file(::openat(dir.get(), temp.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  HOTRING_ASSIGN_OR_RETURN(int dir, DataDir(/*create=*/true));
+  UniqueFd file(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!file.valid() && errno == ENOENT) {
+    // The kept data/ was removed (nothing can be made in it): make it again.
+    HOTRING_ASSIGN_OR_RETURN(dir, DataDir(/*create=*/true, /*stale=*/dir));
+    file.Reset(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  }
   if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/data/", temp, ")"));
   // Whatever the umask: libudev readers are not root.
   (void)::fchmod(file.get(), persist ? 01644 : 0644);
@@ -167,15 +183,15 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const absl::Status failed = ErrnoStatus(absl::StrCat("write(", path_, "/data/", temp, ")"));
-      (void)::unlinkat(dir.get(), temp.c_str(), 0);
+      (void)::unlinkat(dir, temp.c_str(), 0);
       return failed;
     }
     done += static_cast<size_t>(n);
   }
   const std::string name(id);
-  if (::renameat(dir.get(), temp.c_str(), dir.get(), name.c_str()) != 0) {
+  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
     const absl::Status failed = ErrnoStatus(absl::StrCat("rename(", path_, "/data/", name, ")"));
-    (void)::unlinkat(dir.get(), temp.c_str(), 0);
+    (void)::unlinkat(dir, temp.c_str(), 0);
     return failed;
   }
   return absl::OkStatus();
@@ -183,9 +199,9 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content,
 
 absl::StatusOr<std::string> DatabaseDir::Read(absl::string_view id) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
-  HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, DataDir(/*create=*/false));
+  HOTRING_ASSIGN_OR_RETURN(const int dir, DataDir(/*create=*/false));
   const std::string name(id);
-  UniqueFd file(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd file(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!file.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/data/", name, ")"));
   std::string out;
   char buf[4096];
@@ -193,18 +209,20 @@ absl::StatusOr<std::string> DatabaseDir::Read(absl::string_view id) const {
     const ssize_t n = ::read(file.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoStatus(absl::StrCat("read(", path_, "/data/", name, ")"));
-    if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    // A regular file read short is read to its end (entries are replaced by a rename, never
+    // appended to): no second read to be told so.
+    if (static_cast<size_t>(n) < sizeof(buf)) break;
   }
   return out;
 }
 
 absl::Status DatabaseDir::Remove(absl::string_view id) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
-  absl::StatusOr<UniqueFd> dir = DataDir(/*create=*/false);
+  absl::StatusOr<int> dir = DataDir(/*create=*/false);
   if (!dir.ok()) return absl::IsNotFound(dir.status()) ? absl::OkStatus() : dir.status();
   const std::string name(id);
-  if (::unlinkat(dir->get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(*dir, name.c_str(), 0) != 0 && errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("unlink(", path_, "/data/", name, ")"));
   }
   return absl::OkStatus();

@@ -6,7 +6,10 @@
 #ifndef HOTRING_HOTPLUG_UDEV_DATABASE_H_
 #define HOTRING_HOTPLUG_UDEV_DATABASE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,7 +54,11 @@ struct DatabaseEntry {
 [[nodiscard]] DatabaseEntry ParseDatabaseEntry(absl::string_view text);
 
 // The database directory (`--udev-run DIR`, default /run/udev): owns an fd of DIR; data/ is
-// made inside it on first use. Never follows a symlink below DIR.
+// made inside it on first use and kept open from then on (an event reads, writes or removes
+// entries three or four times: each would open and close the directory). Never follows a
+// symlink below DIR. A data/ removed meanwhile is noticed when a write into it fails (the kernel
+// refuses to create a name in a removed directory) and made again; until then a read finds
+// nothing there, which is what it holds.
 class DatabaseDir {
  public:
   static absl::StatusOr<DatabaseDir> Open(const std::string& run_dir);
@@ -73,12 +80,25 @@ class DatabaseDir {
   [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
-  DatabaseDir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
-  absl::StatusOr<UniqueFd> DataDir(bool create) const;
+  // data/'s fd, kept: the one in use, and those a removal replaced (other threads may still use
+  // one; they are closed with the DatabaseDir).
+  struct KeptDataDir {
+    std::atomic<int> fd{-1};
+    std::mutex mutex;  // opening, replacing
+    UniqueFd current;
+    std::vector<UniqueFd> replaced;
+  };
+
+  DatabaseDir(UniqueFd fd, std::string path)
+      : fd_(std::move(fd)), path_(std::move(path)), data_(std::make_unique<KeptDataDir>()) {}
+  // data/ (borrowed from data_): opened, or made when `create`, on first use. `stale`: the fd
+  // a write found removed (ENOENT), to be replaced by a newly opened one.
+  absl::StatusOr<int> DataDir(bool create, int stale = -1) const;
   // tags/<tag> (made when `create`), never through a symlink.
   absl::StatusOr<UniqueFd> TagDir(absl::string_view tag, bool create) const;
   UniqueFd fd_;
   std::string path_;
+  std::unique_ptr<KeptDataDir> data_;
 };
 
 }  // namespace hotring::hotplug::udev

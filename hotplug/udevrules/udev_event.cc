@@ -170,8 +170,10 @@ void Announce(const Event& event, const Outcome& outcome, uint64_t usec, EventWo
   }
 }
 
+// `absent`: reading the old entry found none, so there is none to remove.
 void StoreEntry(const UdevWorld& world, const std::string& id, const Event& event,
-                const udev::DatabaseEntry& old, const Outcome& outcome, uint64_t usec, EventWork& work) {
+                const udev::DatabaseEntry& old, bool absent, const Outcome& outcome, uint64_t usec,
+                EventWork& work) {
   // The tag index: the tags the device no longer has go, then every tag it has.
   for (const std::string& tag : old.tags) {
     if (Contains(outcome.tags, tag)) continue;
@@ -194,7 +196,7 @@ void StoreEntry(const UdevWorld& world, const std::string& id, const Event& even
   const bool has_info = !entry.links.empty() || entry.link_priority != 0 || !entry.properties.empty() ||
                         !entry.tags.empty() || !entry.current_tags.empty();
   if (!has_info && !devnum && !event.Get("IFINDEX").has_value()) {
-    work.report.Check(world.database.Remove(id));
+    if (!absent) work.report.Check(world.database.Remove(id));
   } else {
     // udevd writes no line at all (not even I:) for a device the rules said nothing about.
     udev::WriteEntry(world.database, id, has_info ? udev::FormatDatabaseEntry(entry) : "", entry.persist,
@@ -263,10 +265,13 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
   absl::StatusOr<std::string> id = udev::DeviceId(event);
   udev::DatabaseEntry old;
   bool had_old = false;
+  bool old_absent = false;
   if (id.ok()) {
     if (absl::StatusOr<std::string> text = world.database.Read(*id); text.ok()) {
       old = udev::ParseDatabaseEntry(*text);
       had_old = true;
+    } else {
+      old_absent = absl::IsNotFound(text.status());
     }
     // udevd drops the watch while the event runs (a remove's for good).
     if (world.watches != nullptr && !event.devname.empty()) world.watches->End(*id);
@@ -296,7 +301,7 @@ EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
       std::shared_lock<std::shared_mutex> claims(*world.claims_mutex);
       UpdateNode(world, *id, event, old, outcome, work);
     }
-    if (work.rules_ok) StoreEntry(world, *id, event, old, outcome, usec, work);
+    if (work.rules_ok) StoreEntry(world, *id, event, old, old_absent, outcome, usec, work);
   }
   if (work.rules_ok && id.ok() && !remove && outcome.watch.value_or(false) && !event.devname.empty()) {
     work.watch = true;
