@@ -1,11 +1,13 @@
 #include "hotplug/udev/database.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -163,6 +165,50 @@ absl::StatusOr<int> DatabaseDir::DataDir(bool create, int stale) const {
   return data_->current.get();
 }
 
+bool DatabaseDir::MayHold(absl::string_view id) const {
+  if (!entries_->tracking.load(std::memory_order_acquire)) return true;
+  const uint64_t hash = absl::HashOf(id);
+  std::lock_guard<std::mutex> lock(entries_->mutex);
+  return entries_->hashes.contains(hash);
+}
+
+void DatabaseDir::Remember(absl::string_view id, bool present) const {
+  if (!entries_->tracking.load(std::memory_order_acquire)) return;
+  const uint64_t hash = absl::HashOf(id);
+  std::lock_guard<std::mutex> lock(entries_->mutex);
+  if (present) {
+    entries_->hashes.insert(hash);
+  } else {
+    entries_->hashes.erase(hash);
+  }
+}
+
+absl::Status DatabaseDir::TrackEntries() {
+  std::lock_guard<std::mutex> lock(entries_->mutex);
+  entries_->hashes.clear();
+  absl::StatusOr<int> dir = DataDir(/*create=*/false);
+  if (dir.ok()) {
+    const int copy = ::fcntl(*dir, F_DUPFD_CLOEXEC, 0);
+    DIR* d = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (d == nullptr) {
+      if (copy >= 0) ::close(copy);
+      return ErrnoStatus(absl::StrCat("opendir(", path_, "/data)"));
+    }
+    ::rewinddir(d);
+    while (const dirent* e = ::readdir(d)) {
+      const absl::string_view name = e->d_name;
+      // Temporary files of an interrupted write (".#ID.TID") are not entries.
+      if (name == "." || name == ".." || absl::StartsWith(name, ".#")) continue;
+      entries_->hashes.insert(absl::HashOf(name));
+    }
+    ::closedir(d);
+  } else if (!absl::IsNotFound(dir.status())) {
+    return dir.status();
+  }
+  entries_->tracking.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
 absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content, bool persist) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
   // Unique per thread; events of one device never run at once, so per id too.
@@ -194,13 +240,18 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content,
     (void)::unlinkat(dir, temp.c_str(), 0);
     return failed;
   }
+  Remember(id, /*present=*/true);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> DatabaseDir::Read(absl::string_view id) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
-  HOTRING_ASSIGN_OR_RETURN(const int dir, DataDir(/*create=*/false));
   const std::string name(id);
+  if (!MayHold(id)) {
+    entries_->skipped.fetch_add(1, std::memory_order_relaxed);
+    return absl::NotFoundError(absl::StrCat("open(", path_, "/data/", name, "): not there"));
+  }
+  HOTRING_ASSIGN_OR_RETURN(const int dir, DataDir(/*create=*/false));
   UniqueFd file(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!file.valid()) return ErrnoStatus(absl::StrCat("open(", path_, "/data/", name, ")"));
   std::string out;
@@ -225,6 +276,7 @@ absl::Status DatabaseDir::Remove(absl::string_view id) const {
   if (::unlinkat(*dir, name.c_str(), 0) != 0 && errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("unlink(", path_, "/data/", name, ")"));
   }
+  Remember(id, /*present=*/false);
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -79,6 +80,16 @@ class DatabaseDir {
   absl::Status RemoveTag(absl::string_view tag, absl::string_view id) const;
   [[nodiscard]] const std::string& path() const { return path_; }
 
+  // For the daemon, the entries' only writer: remembers which entries data/ holds (listed now,
+  // then kept by Write and Remove), so that reading one that is not there costs no system call
+  // (most devices have none, and an event looks up its own and its parents'). An entry someone
+  // else removes costs a failed open, as before; one someone else writes is not seen until the
+  // daemon restarts (udevd and udevadm's --cleanup-db write none). Entries are remembered by a
+  // 64-bit hash of their names: two names would have to share one for a read to be missed.
+  absl::Status TrackEntries();
+  // Reads that TrackEntries answered without a system call.
+  [[nodiscard]] uint64_t reads_skipped() const { return entries_->skipped.load(std::memory_order_relaxed); }
+
  private:
   // data/'s fd, kept: the one in use, and those a removal replaced (other threads may still use
   // one; they are closed with the DatabaseDir).
@@ -89,8 +100,22 @@ class DatabaseDir {
     std::vector<UniqueFd> replaced;
   };
 
+  // The names data/ holds, once TrackEntries was called.
+  struct KnownEntries {
+    std::atomic<bool> tracking{false};
+    std::atomic<uint64_t> skipped{0};
+    std::mutex mutex;
+    absl::flat_hash_set<uint64_t> hashes;
+  };
+
   DatabaseDir(UniqueFd fd, std::string path)
-      : fd_(std::move(fd)), path_(std::move(path)), data_(std::make_unique<KeptDataDir>()) {}
+      : fd_(std::move(fd)),
+        path_(std::move(path)),
+        data_(std::make_unique<KeptDataDir>()),
+        entries_(std::make_unique<KnownEntries>()) {}
+  // Whether data/<id> may be there: true unless tracked and known absent.
+  [[nodiscard]] bool MayHold(absl::string_view id) const;
+  void Remember(absl::string_view id, bool present) const;
   // data/ (borrowed from data_): opened, or made when `create`, on first use. `stale`: the fd
   // a write found removed (ENOENT), to be replaced by a newly opened one.
   absl::StatusOr<int> DataDir(bool create, int stale = -1) const;
@@ -99,6 +124,7 @@ class DatabaseDir {
   UniqueFd fd_;
   std::string path_;
   std::unique_ptr<KeptDataDir> data_;
+  std::unique_ptr<KnownEntries> entries_;
 };
 
 }  // namespace hotring::hotplug::udev

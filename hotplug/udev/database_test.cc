@@ -208,5 +208,55 @@ TEST(DatabaseDir, MakesItsDirectoriesAgainWhenTheyAreGone) {
   EXPECT_NE(access(elsewhere.c_str(), F_OK), 0);
 }
 
+
+TEST(DatabaseDir, TrackedEntriesAnswerReadsOfAbsentOnesWithoutOpening) {
+  const std::string run = TempDir("run_udev_tracked");
+  ASSERT_EQ(mkdir(run.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((run + "/data").c_str(), 0755), 0);
+  // Left by an earlier daemon: an entry, and the temporary file of an interrupted write.
+  std::ofstream(run + "/data/c13:64") << "E:ID_INPUT=1\nV:1\n";
+  std::ofstream(run + "/data/.#b8:0.77") << "V:1\n";
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->TrackEntries().ok());
+  EXPECT_EQ(*db->Read("c13:64"), "E:ID_INPUT=1\nV:1\n");
+  EXPECT_EQ(db->reads_skipped(), 0u);
+  EXPECT_TRUE(absl::IsNotFound(db->Read("b8:0").status()));
+  EXPECT_TRUE(absl::IsNotFound(db->Read("n2").status()));
+  EXPECT_EQ(db->reads_skipped(), 2u);
+  // What this DatabaseDir writes and removes, it knows.
+  ASSERT_TRUE(db->Write("n2", "V:1\n").ok());
+  EXPECT_EQ(*db->Read("n2"), "V:1\n");
+  ASSERT_TRUE(db->Remove("c13:64").ok());
+  EXPECT_TRUE(absl::IsNotFound(db->Read("c13:64").status()));
+  EXPECT_EQ(db->reads_skipped(), 3u);
+  // An entry removed behind its back is a failed open, as without tracking.
+  ASSERT_EQ(unlink((run + "/data/n2").c_str()), 0);
+  EXPECT_TRUE(absl::IsNotFound(db->Read("n2").status()));
+  EXPECT_EQ(db->reads_skipped(), 3u);
+  // One written behind its back is not seen (only the daemon writes entries): documented.
+  std::ofstream(run + "/data/b8:16") << "V:1\n";
+  EXPECT_TRUE(absl::IsNotFound(db->Read("b8:16").status()));
+  // Untracked, every read opens.
+  absl::StatusOr<DatabaseDir> plain = DatabaseDir::Open(run);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain->Read("b8:16"), "V:1\n");
+  EXPECT_EQ(plain->reads_skipped(), 0u);
+}
+
+TEST(DatabaseDir, AnEntryOfManyPagesIsReadWhole) {
+  // A read that fills its buffer is followed by another; one that does not ends the entry.
+  const std::string run = TempDir("run_udev_long");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  for (const size_t size : {size_t{4095}, size_t{4096}, size_t{4097}, size_t{12288}, size_t{20000}}) {
+    std::string text;
+    while (text.size() < size) absl::StrAppend(&text, "E:KEY", text.size(), "=value\n");
+    text.resize(size);
+    ASSERT_TRUE(db->Write("b8:0", text).ok());
+    EXPECT_EQ(*db->Read("b8:0"), text) << size;
+  }
+}
+
 }  // namespace
 }  // namespace hotring::hotplug::udev

@@ -78,6 +78,8 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   if (options.resolve_names.has_value()) conf.resolve_names = options.resolve_names;
   if (options.rules_dirs.empty()) options.rules_dirs = DefaultRulesDirs();
   HOTRING_ASSIGN_OR_RETURN(udev::DatabaseDir database, udev::DatabaseDir::Open(options.run_dir));
+  // The daemon writes every entry: what is not there needs no open to be told so.
+  HOTRING_RETURN_IF_ERROR(database.TrackEntries());
   HOTRING_ASSIGN_OR_RETURN(devroot::DevRoot dev_root, devroot::DevRoot::Open(options.dev_root));
   HOTRING_ASSIGN_OR_RETURN(PasswdFiles names, PasswdFiles::Load(options.users_root));
   HOTRING_ASSIGN_OR_RETURN(std::unique_ptr<io::process::BlockingSpawner> blocking,
@@ -406,6 +408,7 @@ void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_
                             {"links_refused", s.links_refused},
                             {"db_written", s.db_written},
                             {"db_removed", s.db_removed},
+                            {"db_reads_skipped", world_->database.reads_skipped()},
                             {"renamed", c.renamed},
                             {"run_programs", c.run_programs},
                             {"run_failed", c.run_failed},
