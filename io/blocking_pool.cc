@@ -114,40 +114,51 @@ void* BlockingPool::ThreadMain(void* pool) {
   return nullptr;
 }
 
-void BlockingPool::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    ++idle_;
-    work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    --idle_;
-    if (queue_.empty()) return;  // stopping, and Shutdown took what was queued
-    std::shared_ptr<blocking_internal::JobBase> job = std::move(queue_.front());
-    queue_.pop_front();
-    if (first_queued_ > 0) --first_queued_;
-    stats_.queued = queue_.size();
-    ++stats_.running;
-    stats_.peak_running = std::max(stats_.peak_running, stats_.running);
-    lock.unlock();
+std::shared_ptr<blocking_internal::JobBase> BlockingPool::TakeLocked() {
+  std::shared_ptr<blocking_internal::JobBase> job = std::move(queue_.front());
+  queue_.pop_front();
+  if (first_queued_ > 0) --first_queued_;
+  stats_.queued = queue_.size();
+  ++stats_.running;
+  stats_.peak_running = std::max(stats_.peak_running, stats_.running);
+  return job;
+}
 
+std::shared_ptr<blocking_internal::JobBase> BlockingPool::WaitForJob() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++idle_;
+  work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+  --idle_;
+  if (queue_.empty()) return nullptr;  // stopping, and Shutdown took what was queued
+  return TakeLocked();
+}
+
+void BlockingPool::WorkerLoop() {
+  std::shared_ptr<blocking_internal::JobBase> job = WaitForJob();
+  while (job != nullptr) {
     const bool skipped = job->abandoned();
     if (skipped) {
       job->Fail(absl::CancelledError("blocking pool: the awaiting task was dropped"));
     } else {
       job->Execute();
     }
-    // Counted before the task can see its result: a task that got it finds it in stats().
-    lock.lock();
-    --stats_.running;
-    if (skipped) {
-      ++stats_.skipped;
-    } else {
-      ++stats_.completed;
+    // Counted before the task can see its result: a task that got it finds it in stats(). The
+    // next job waiting is taken under the same lock (a busy pool locks once a job).
+    std::shared_ptr<blocking_internal::JobBase> next;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --stats_.running;
+      if (skipped) {
+        ++stats_.skipped;
+      } else {
+        ++stats_.completed;
+      }
+      if (!queue_.empty()) next = TakeLocked();
     }
-    lock.unlock();
     job->Complete();
-    // Possibly the last reference (the task is gone): free it outside the lock.
+    // Possibly the last reference (the task is gone): freed outside the lock.
     job.reset();
-    lock.lock();
+    job = next != nullptr ? std::move(next) : WaitForJob();
   }
 }
 

@@ -219,6 +219,10 @@ class BlockingPool {
   absl::Status StartThreadLocked();
   static void* ThreadMain(void* pool);
   void WorkerLoop();
+  // The next queued job, counted as running; mutex_ held, queue_ not empty.
+  std::shared_ptr<blocking_internal::JobBase> TakeLocked();
+  // Waits for a job (counted idle meanwhile); nullptr once the pool stops.
+  std::shared_ptr<blocking_internal::JobBase> WaitForJob();
 
   const Options options_;
   const std::shared_ptr<blocking_internal::WakeCache> wakes_;
