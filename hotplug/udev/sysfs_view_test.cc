@@ -2,6 +2,8 @@
 // beneath once until Clear().
 #include "hotplug/udev/sysfs_view.h"
 
+#include <sys/stat.h>
+
 #include <map>
 #include <string>
 #include <utility>
@@ -39,6 +41,9 @@ TEST(DirSysfsViewTest, ReadsAttributesOfEverySizeWhole) {
   ASSERT_TRUE(sys->WriteFile(dev + "/power/control", "auto\n").ok());
   EXPECT_EQ(view.Attribute(dev, "power"), std::nullopt);
   EXPECT_THAT(view.Attribute(dev, "power/control"), Optional(std::string("auto")));
+  // Nor is a FIFO (which reads as empty, like an empty attribute).
+  ASSERT_EQ(mkfifo((sys->root() + dev + "/pipe").c_str(), 0644), 0);
+  EXPECT_EQ(view.Attribute(dev, "pipe"), std::nullopt);
 }
 
 // Answers from a map and counts what it was asked.

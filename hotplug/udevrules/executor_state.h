@@ -58,7 +58,7 @@ class EventArena {
   static constexpr size_t kBlock = 64 * 1024;
   char* Allocate(size_t n) {
     if (n > kBlock / 4) {
-      big_.push_back(std::make_unique<char[]>(n));
+      big_.push_back(std::make_unique_for_overwrite<char[]>(n));
       return big_.back().get();
     }
     if (block_ < blocks_.size() && used_ + n > kBlock) {
@@ -66,7 +66,8 @@ class EventArena {
       used_ = 0;
     }
     if (block_ >= blocks_.size()) {
-      blocks_.push_back(std::make_unique<char[]>(kBlock));
+      // Not zeroed: a fresh block's pages are touched only as strings fill them.
+      blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
       used_ = 0;
     }
     char* p = blocks_[block_].get() + used_;
