@@ -112,14 +112,79 @@ std::optional<std::string> CachingSysfsView::LinkName(absl::string_view devpath,
                                                       absl::string_view name) const {
   std::string key = absl::StrCat(devpath, "\n", name);
   auto it = links_.find(key);
-  if (it == links_.end()) it = links_.emplace(std::move(key), base_.LinkName(devpath, name)).first;
+  if (it == links_.end()) {
+    std::optional<std::string> link;
+    const bool shared = shapes_ != nullptr && name == "subsystem";
+    if (std::optional<std::optional<std::string>> kept; shared && (kept = shapes_->Subsystem(devpath))) {
+      link = *std::move(kept);
+    } else {
+      link = base_.LinkName(devpath, name);
+      if (shared) shapes_->KeepSubsystem(devpath, link);
+    }
+    it = links_.emplace(std::move(key), std::move(link)).first;
+  }
   return it->second;
 }
 
 bool CachingSysfsView::IsDevice(absl::string_view devpath) const {
   auto it = devices_.find(devpath);
-  if (it == devices_.end()) it = devices_.emplace(std::string(devpath), base_.IsDevice(devpath)).first;
+  if (it == devices_.end()) {
+    std::optional<bool> device = shapes_ != nullptr ? shapes_->IsDevice(devpath) : std::nullopt;
+    if (!device.has_value()) {
+      device = base_.IsDevice(devpath);
+      if (shapes_ != nullptr) shapes_->KeepIsDevice(devpath, *device);
+    }
+    it = devices_.emplace(std::string(devpath), *device).first;
+  }
   return it->second;
+}
+
+std::optional<bool> DeviceShapes::IsDevice(absl::string_view devpath) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = shapes_.find(devpath);
+  if (it == shapes_.end() || it->second.device < 0) return std::nullopt;
+  return it->second.device > 0;
+}
+
+std::optional<std::optional<std::string>> DeviceShapes::Subsystem(absl::string_view devpath) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = shapes_.find(devpath);
+  if (it == shapes_.end() || !it->second.subsystem_known) return std::nullopt;
+  return it->second.subsystem;
+}
+
+DeviceShapes::Shape& DeviceShapes::EntryLocked(absl::string_view devpath) {
+  auto it = shapes_.find(devpath);
+  if (it != shapes_.end()) return it->second;
+  if (shapes_.size() >= max_entries_) shapes_.clear();
+  return shapes_.emplace(std::string(devpath), Shape()).first->second;
+}
+
+void DeviceShapes::KeepIsDevice(absl::string_view devpath, bool device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EntryLocked(devpath).device = device ? 1 : 0;
+}
+
+void DeviceShapes::KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Shape& shape = EntryLocked(devpath);
+  shape.subsystem_known = true;
+  shape.subsystem = subsystem;
+}
+
+void DeviceShapes::Forget(absl::string_view devpath) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shapes_.empty()) return;
+  // The device ("/a/b") and what is beneath it ("/a/b/..."; not "/a/bc", which sorts between).
+  if (auto it = shapes_.find(devpath); it != shapes_.end()) shapes_.erase(it);
+  const std::string below = absl::StrCat(devpath, "/");
+  const std::string after = absl::StrCat(devpath, "0");  // '0' follows '/'
+  shapes_.erase(shapes_.lower_bound(below), shapes_.lower_bound(after));
+}
+
+size_t DeviceShapes::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shapes_.size();
 }
 
 std::vector<std::string> CachingSysfsView::List(absl::string_view path) const { return base_.List(path); }

@@ -4,10 +4,13 @@
 #ifndef HOTRING_HOTPLUG_UDEV_SYSFS_VIEW_H_
 #define HOTRING_HOTPLUG_UDEV_SYSFS_VIEW_H_
 
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 
@@ -47,6 +50,44 @@ class DirSysfsView final : public SysfsView {
   std::string root_;
 };
 
+// What sysfs says of a directory that does not change while a device is there: whether it is a
+// device (its uevent file) and the device's subsystem (its subsystem link). Shared by the
+// events of a daemon, so that the parents every event walks (IMPORT{parent}, SUBSYSTEMS==, the
+// builtins' parent walks) are asked of sysfs once, not once an event. The daemon forgets a
+// devpath and everything beneath it when an event that adds, removes or moves a device there
+// starts (Forget); its scheduler starts no event below such an event's device before that one
+// ends, so every answer an event gets was true when it started. The driver link, which
+// binding changes without an event below it, is not kept. Bounded: past `max_entries` it
+// starts over. Thread-safe.
+class DeviceShapes {
+ public:
+  explicit DeviceShapes(size_t max_entries = 16384) : max_entries_(max_entries) {}
+  DeviceShapes(const DeviceShapes&) = delete;
+  DeviceShapes& operator=(const DeviceShapes&) = delete;
+
+  // Kept answers (nullopt: not known).
+  [[nodiscard]] std::optional<bool> IsDevice(absl::string_view devpath) const;
+  [[nodiscard]] std::optional<std::optional<std::string>> Subsystem(absl::string_view devpath) const;
+  void KeepIsDevice(absl::string_view devpath, bool device);
+  void KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem);
+  // A device at `devpath` appears, goes or moves: what was kept of it and beneath it goes.
+  void Forget(absl::string_view devpath);
+  [[nodiscard]] size_t size() const;
+
+ private:
+  struct Shape {
+    int8_t device = -1;  // -1 not known, 0 no, 1 yes
+    bool subsystem_known = false;
+    std::optional<std::string> subsystem;
+  };
+  Shape& EntryLocked(absl::string_view devpath);
+
+  const size_t max_entries_;
+  mutable std::mutex mutex_;
+  // Ordered: a device's subtree is one range ("/a/b/" up to "/a/b0").
+  absl::btree_map<std::string, Shape, std::less<>> shapes_;
+};
+
 // Asks a view each question once and keeps the answer until Clear(): what one event reads, as
 // udevd's sd_device keeps a device's attributes, links and parent for the event, so that the
 // rules and the builtins they call (net_id, path_id, net_setup_link, ...) share the reads and
@@ -54,7 +95,8 @@ class DirSysfsView final : public SysfsView {
 // time. List is not kept (it is asked for rarely, and a directory's names may change).
 class CachingSysfsView final : public SysfsView {
  public:
-  explicit CachingSysfsView(const SysfsView& base) : base_(base) {}
+  // `shapes` (optional, borrowed): answers kept across events, asked before `base`.
+  explicit CachingSysfsView(const SysfsView& base, DeviceShapes* shapes = nullptr) : base_(base), shapes_(shapes) {}
   [[nodiscard]] std::optional<std::string> Attribute(absl::string_view devpath,
                                                      absl::string_view name) const override;
   [[nodiscard]] std::optional<std::string> LinkName(absl::string_view devpath,
@@ -66,6 +108,7 @@ class CachingSysfsView final : public SysfsView {
 
  private:
   const SysfsView& base_;
+  DeviceShapes* const shapes_;
   // Keyed by devpath "\n" name: a devpath holds no newline.
   mutable absl::flat_hash_map<std::string, std::optional<std::string>> attributes_;
   mutable absl::flat_hash_map<std::string, std::optional<std::string>> links_;

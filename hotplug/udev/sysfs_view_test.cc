@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/fake_sysfs.h"
@@ -101,6 +102,58 @@ TEST(CachingSysfsViewTest, AsksTheViewBeneathOnceUntilCleared) {
   view.Clear();
   EXPECT_THAT(view.Attribute(dev, "type"), Optional(std::string("772")));
   EXPECT_EQ(base.asked["a " + dev + " type"], 2);
+}
+
+TEST(DeviceShapesTest, EventsShareWhatStaysWhileADeviceIsThere) {
+  CountingView base;
+  const std::string dev = "/devices/virtual/net/dummy0";
+  base.devices[dev] = true;
+  DeviceShapes shapes;
+  for (int event = 0; event < 3; ++event) {
+    CachingSysfsView view(base, &shapes);  // one per event
+    EXPECT_TRUE(view.IsDevice(dev));
+    EXPECT_FALSE(view.IsDevice("/devices/virtual/net"));
+    EXPECT_THAT(view.LinkName(dev, "subsystem"), Optional(std::string("net")));
+    EXPECT_EQ(view.LinkName(dev, "driver"), std::nullopt);
+  }
+  EXPECT_EQ(base.asked["d " + dev], 1);
+  EXPECT_EQ(base.asked["d /devices/virtual/net"], 1);
+  EXPECT_EQ(base.asked["l " + dev + " subsystem"], 1);
+  EXPECT_EQ(base.asked["l " + dev + " driver"], 3);  // binding changes it without an event here
+  shapes.Forget(dev);
+  CachingSysfsView view(base, &shapes);
+  EXPECT_TRUE(view.IsDevice(dev));
+  EXPECT_EQ(base.asked["d " + dev], 2);
+  EXPECT_FALSE(view.IsDevice("/devices/virtual/net"));
+  EXPECT_EQ(base.asked["d /devices/virtual/net"], 1);  // the parent stays
+}
+
+TEST(DeviceShapesTest, ForgetTakesADeviceAndWhatIsBeneathItOnly) {
+  DeviceShapes shapes;
+  for (const char* p : {"/devices/a", "/devices/a/b", "/devices/a/b/c", "/devices/a/b/c/d", "/devices/a/bc",
+                        "/devices/a/b-1", "/devices/a/b.0", "/devices/a/b0"}) {
+    shapes.KeepIsDevice(p, true);
+  }
+  shapes.Forget("/devices/a/b");
+  EXPECT_EQ(shapes.IsDevice("/devices/a/b"), std::nullopt);
+  EXPECT_EQ(shapes.IsDevice("/devices/a/b/c"), std::nullopt);
+  EXPECT_EQ(shapes.IsDevice("/devices/a/b/c/d"), std::nullopt);
+  for (const char* p : {"/devices/a", "/devices/a/bc", "/devices/a/b-1", "/devices/a/b.0", "/devices/a/b0"}) {
+    EXPECT_THAT(shapes.IsDevice(p), Optional(true)) << p;
+  }
+  EXPECT_EQ(shapes.size(), 5u);
+}
+
+TEST(DeviceShapesTest, StartsOverPastItsBound) {
+  DeviceShapes shapes(/*max_entries=*/4);
+  for (int i = 0; i < 4; ++i) shapes.KeepIsDevice(absl::StrCat("/devices/d", i), true);
+  EXPECT_EQ(shapes.size(), 4u);
+  shapes.KeepSubsystem("/devices/d0", "pci");  // known: no new entry
+  EXPECT_EQ(shapes.size(), 4u);
+  shapes.KeepIsDevice("/devices/d4", false);
+  EXPECT_EQ(shapes.size(), 1u);
+  EXPECT_THAT(shapes.IsDevice("/devices/d4"), Optional(false));
+  EXPECT_EQ(shapes.IsDevice("/devices/d0"), std::nullopt);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ DaemonHost::DaemonHost(const HostContext& context, const udev::BuiltinResources*
     : SysfsHost(context.roots),
       context_(context),
       builtins_(builtins != nullptr ? builtins : context.builtins),
-      event_sysfs_(view()) {}
+      event_sysfs_(view(), context.shapes) {}
 
 absl::Status DaemonHost::WriteAttribute(absl::string_view path, absl::string_view value) {
   // What was read before the write is stale now.

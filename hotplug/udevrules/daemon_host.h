@@ -27,6 +27,8 @@ struct HostContext {
   SysfsHost::Roots roots;
   std::string dev_root = "/dev";  // where "/dev/x" nodes are, for builtins that probe them
   const udev::DatabaseDir* database = nullptr;
+  // Which directories are devices, and their subsystems, kept across events (null: per event).
+  udev::DeviceShapes* shapes = nullptr;
   const udev::BuiltinResources* builtins = nullptr;  // null: no builtin runs
   io::process::BlockingSpawner* spawner = nullptr;
   const NameLookup* names = nullptr;

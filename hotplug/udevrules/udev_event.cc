@@ -257,6 +257,15 @@ std::vector<PropertyView> EventProperties(const Event& event) {
   return out;
 }
 
+void ForgetShapesOf(const UdevWorld& world, const Event& event) {
+  if (world.shapes == nullptr) return;
+  if (event.action != "add" && event.action != "remove" && event.action != "move") return;
+  world.shapes->Forget(event.devpath);
+  if (const std::optional<absl::string_view> old = event.Get("DEVPATH_OLD"); old.has_value() && !old->empty()) {
+    world.shapes->Forget(*old);
+  }
+}
+
 EventWork ProcessUdevEvent(const UdevWorld& world, const CompiledRules& rules,
                            const udev::BuiltinResources* builtins, const ExecuteOptions& options,
                            Executor& executor, const Event& event) {

@@ -43,7 +43,14 @@ struct UdevWorld {
   // OPTIONS+="watch" (null: no inotify here, no watches). Each event of a device drops its
   // watch first; the stage puts it back after RUN (EventWork::watch).
   std::unique_ptr<Watches> watches;
+  // Sysfs's shapes kept across events (host.shapes points here); the stage forgets a device's
+  // when an event adds, removes or moves it (ForgetShapesOf).
+  std::unique_ptr<udev::DeviceShapes> shapes = std::make_unique<udev::DeviceShapes>();
 };
+
+// Before `event` runs: what was kept of the device it adds, removes or moves (and of its old
+// place) goes.
+void ForgetShapesOf(const UdevWorld& world, const Event& event);
 
 // What the reactor does after a worker's part. Owns everything.
 struct EventWork {

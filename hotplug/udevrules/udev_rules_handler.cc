@@ -108,6 +108,7 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
   host.dev_root = options.dev_root;
   host.database = &world->database;
+  host.shapes = world->shapes.get();
   host.spawner = world->spawner.get();
   host.names = world->names.get();
   host.kernel_cmdline = kernel_cmdline;
@@ -190,6 +191,9 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
   reporter_.Received();
   const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
+  // Before the job: no event below this one's device starts before it ends (the scheduler's
+  // rule), so none sees what was kept of a device this event adds, removes or moves.
+  ForgetShapesOf(*world_, event);
   // The job owns what it uses: it may outlive this task when the task is dropped.
   auto job = [world = world_, rules = rules_, builtins = builtins_, executors = executors_,
               options = execute_options_, event_copy = event]() -> EventWork {

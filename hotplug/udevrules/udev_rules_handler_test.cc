@@ -481,6 +481,60 @@ TEST_F(UdevRulesHandlerTest, AMoveStartsFromTheUeventNotFromTheDatabase) {
 
 // IMPORT{builtin} runs udev's builtins by name: path_id answers from sysfs; hwdb without a
 // hwdb.bin fails, and a failed import makes its rule not match.
+// Which directories are devices, and their subsystems, are kept from event to event (every
+// event walks its parents); an event that adds, removes or moves a device forgets what was kept
+// of it and of what is beneath it, before it runs.
+TEST_F(UdevRulesHandlerTest, ParentsAreAskedOfSysfsAgainWhenAnEventAddsOrRemovesThem) {
+  Rules("60-parent.rules",
+        "SUBSYSTEM==\"tty\", SUBSYSTEMS==\"usb\", ENV{PARENT_BUS}=\"usb\"\n"
+        "SUBSYSTEM==\"tty\", SUBSYSTEMS==\"pci\", ENV{PARENT_BUS}=\"pci\"\n");
+  const std::string hub = "/devices/platform/hub0";
+  const std::string port = hub + "/tty/ttyX0";
+  auto plug = [&](const std::string& bus) {
+    ASSERT_TRUE(sys_->AddDevice({.devpath = hub, .subsystem = bus, .kind = FakeSysfs::Kind::kBus}).ok());
+    ASSERT_TRUE(sys_->AddDevice({.devpath = port, .subsystem = "tty"}).ok());
+  };
+  auto handle = [&](const std::string& action, const std::string& devpath, const std::string& subsystem,
+                    uint64_t seq) {
+    absl::StatusOr<Event> e = testing::MakeUevent(action, devpath, subsystem, seq, {});
+    ASSERT_TRUE(e.ok()) << e.status();
+    Handle(*e);
+  };
+  auto parent_bus = [&]() {
+    const auto announced = Announcements();
+    if (announced.empty() || announced.back().count("PARENT_BUS") == 0) return std::string("none");
+    return announced.back().at("PARENT_BUS");
+  };
+  plug("usb");
+  MakeHandler();
+  handle("change", port, "tty", 1);
+  EXPECT_EQ(parent_bus(), "usb");
+  // The hub is replaced by one on another bus behind the daemon's back (no event): the kept
+  // answer stands, which is what makes a parent cost nothing the second time.
+  ASSERT_TRUE(sys_->RemoveDevice(hub).ok());
+  plug("pci");
+  handle("change", port, "tty", 2);
+  EXPECT_EQ(parent_bus(), "usb");
+  // The kernel's own order: the port and the hub go, a hub comes, its port comes.
+  ASSERT_TRUE(sys_->RemoveDevice(hub).ok());
+  handle("remove", port, "tty", 3);
+  handle("remove", hub, "pci", 4);
+  plug("pci");
+  handle("add", hub, "pci", 5);
+  handle("add", port, "tty", 6);
+  EXPECT_EQ(parent_bus(), "pci");
+  // A move forgets the old place too.
+  ASSERT_TRUE(sys_->RemoveDevice(hub).ok());
+  plug("usb");
+  absl::StatusOr<Event> moved = testing::MakeUevent("move", port, "tty", 7, {{"DEVPATH_OLD", hub + "/tty/ttyOld"}});
+  ASSERT_TRUE(moved.ok());
+  Handle(*moved);
+  EXPECT_EQ(parent_bus(), "pci");  // the hub itself neither came nor went
+  handle("add", hub, "usb", 8);
+  handle("change", port, "tty", 9);
+  EXPECT_EQ(parent_bus(), "usb");
+}
+
 TEST_F(UdevRulesHandlerTest, ImportBuiltinRunsTheBuiltinsAndAFailureDoesNotMatch) {
   Rules("60-ids.rules",
         "SUBSYSTEM==\"pci\", IMPORT{builtin}=\"path_id\"\n"
