@@ -212,7 +212,8 @@ absl::Status DatabaseDir::TrackEntries() {
 absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content, bool persist) const {
   if (!ValidFileName(id)) return absl::InvalidArgumentError(absl::StrCat("database id '", id, "'"));
   // Unique per thread; events of one device never run at once, so per id too.
-  const std::string temp = absl::StrCat(".#", id, ".", ::gettid());
+  thread_local const pid_t tid = ::gettid();  // a system call each time otherwise
+  const std::string temp = absl::StrCat(".#", id, ".", tid);
   HOTRING_ASSIGN_OR_RETURN(int dir, DataDir(/*create=*/true));
   UniqueFd file(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!file.valid() && errno == ENOENT) {
