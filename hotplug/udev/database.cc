@@ -214,35 +214,44 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content,
   // Unique per thread; events of one device never run at once, so per id too.
   thread_local const pid_t tid = ::gettid();  // a system call each time otherwise
   const std::string temp = absl::StrCat(".#", id, ".", tid);
-  HOTRING_ASSIGN_OR_RETURN(int dir, DataDir(/*create=*/true));
-  UniqueFd file(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!file.valid() && errno == ENOENT) {
-    // The kept data/ was removed (nothing can be made in it): make it again.
-    HOTRING_ASSIGN_OR_RETURN(dir, DataDir(/*create=*/true, /*stale=*/dir));
-    file.Reset(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  }
-  if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/data/", temp, ")"));
-  // Whatever the umask: libudev readers are not root.
-  (void)::fchmod(file.get(), persist ? 01644 : 0644);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const absl::Status failed = ErrnoStatus(absl::StrCat("write(", path_, "/data/", temp, ")"));
-      (void)::unlinkat(dir, temp.c_str(), 0);
-      return failed;
-    }
-    done += static_cast<size_t>(n);
-  }
   const std::string name(id);
-  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
-    const absl::Status failed = ErrnoStatus(absl::StrCat("rename(", path_, "/data/", name, ")"));
-    (void)::unlinkat(dir, temp.c_str(), 0);
-    return failed;
+  int stale = -1;
+  for (int attempt = 0;; ++attempt) {
+    HOTRING_ASSIGN_OR_RETURN(const int dir, DataDir(/*create=*/true, stale));
+    // The kept data/ may have been removed: nothing can be made in it, nor renamed into it
+    // (ENOENT). Then once more in a data/ made again.
+    const bool may_retry = attempt == 0;
+    UniqueFd file(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!file.valid() && errno == ENOENT && may_retry) {
+      stale = dir;
+      continue;
+    }
+    if (!file.valid()) return ErrnoStatus(absl::StrCat("create(", path_, "/data/", temp, ")"));
+    // Whatever the umask: libudev readers are not root.
+    (void)::fchmod(file.get(), persist ? 01644 : 0644);
+    size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const absl::Status failed = ErrnoStatus(absl::StrCat("write(", path_, "/data/", temp, ")"));
+        (void)::unlinkat(dir, temp.c_str(), 0);
+        return failed;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
+      const int err = errno;
+      (void)::unlinkat(dir, temp.c_str(), 0);
+      if (err == ENOENT && may_retry) {
+        stale = dir;
+        continue;
+      }
+      return ErrnoStatus(absl::StrCat("rename(", path_, "/data/", name, ")"), err);
+    }
+    Remember(id, /*present=*/true);
+    return absl::OkStatus();
   }
-  Remember(id, /*present=*/true);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> DatabaseDir::Read(absl::string_view id) const {

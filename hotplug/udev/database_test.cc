@@ -4,6 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -255,6 +259,51 @@ TEST(DatabaseDir, AnEntryOfManyPagesIsReadWhole) {
     text.resize(size);
     ASSERT_TRUE(db->Write("b8:0", text).ok());
     EXPECT_EQ(*db->Read("b8:0"), text) << size;
+  }
+}
+
+TEST(DatabaseDir, ThreadsShareOneDirectoryEvenWhileItIsRemoved) {
+  // The daemon's pool threads write, read and remove entries of different devices through one
+  // DatabaseDir at once; data/ removed meanwhile is made again by whichever write finds it gone.
+  const std::string run = TempDir("run_udev_threads");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->TrackEntries().ok());
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  std::atomic<int> written{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        const std::string id = absl::StrCat("c", t, ":", i % 7);
+        const std::string text = absl::StrCat("E:ROUND=", i, "\nV:1\n");
+        const absl::Status w = db->Write(id, text);
+        // A write that meets two removals in a row says so (ENOENT); most find data/ again.
+        if (w.ok()) {
+          ++written;
+        } else if (!absl::IsNotFound(w)) {
+          ++wrong;
+        }
+        absl::StatusOr<std::string> got = db->Read(id);
+        // A removal of data/ (below) may take it away meanwhile, never leave another text.
+        if (w.ok() && got.ok() && *got != text) ++wrong;
+        if (i % 3 == 0 && !db->Remove(id).ok()) ++wrong;
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    (void)!std::system(absl::StrCat("rm -rf ", run, "/data 2>/dev/null").c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(written.load(), kThreads * kRounds * 9 / 10);
+  // Whatever each thread wrote last is there now, once more written.
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(db->Write(absl::StrCat("c", t, ":0"), "V:1\n").ok());
+    EXPECT_EQ(*db->Read(absl::StrCat("c", t, ":0")), "V:1\n");
   }
 }
 

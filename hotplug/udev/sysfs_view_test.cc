@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <thread>
 #include <string>
 #include <utility>
 
@@ -154,6 +155,25 @@ TEST(DeviceShapesTest, StartsOverPastItsBound) {
   EXPECT_EQ(shapes.size(), 1u);
   EXPECT_THAT(shapes.IsDevice("/devices/d4"), Optional(false));
   EXPECT_EQ(shapes.IsDevice("/devices/d0"), std::nullopt);
+}
+
+TEST(DeviceShapesTest, ThreadsKeepAskAndForgetAtOnce) {
+  DeviceShapes shapes(/*max_entries=*/64);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&shapes, t] {
+      for (int i = 0; i < 2000; ++i) {
+        const std::string dev = absl::StrCat("/devices/t", t, "/d", i % 50);
+        shapes.KeepIsDevice(dev, true);
+        shapes.KeepSubsystem(dev, "pci");
+        const std::optional<bool> device = shapes.IsDevice(dev);
+        EXPECT_TRUE(!device.has_value() || *device);  // forgotten meanwhile, or kept
+        if (i % 10 == 0) shapes.Forget(absl::StrCat("/devices/t", (t + 1) % 4));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(shapes.size(), 64u);
 }
 
 }  // namespace
