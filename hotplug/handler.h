@@ -91,6 +91,10 @@ class Handler {
   // among its services and cancels it at stop, so it must hold nothing that outlives a drop.
   // The default has nothing to serve and returns at once.
   virtual Task<void> Serve(io::Reactor& reactor) { co_return; }
+  // The daemon is idle (no event for a while): what the stage keeps only to be faster during a
+  // burst can go (the udev rules link's sysfs answers). Called on the reactor thread, with no
+  // event running. The default keeps nothing of the kind.
+  virtual void ReleaseIdleMemory() {}
 };
 
 // The handler stage as a short chain (modules -> rules -> --exec): each link runs once the one
@@ -116,6 +120,9 @@ class HandlerChain final : public Handler {
   }
   // Every link's Serve at once; returns when all have returned (cancelled with them).
   Task<void> Serve(io::Reactor& reactor) override;
+  void ReleaseIdleMemory() override {
+    for (const std::unique_ptr<Handler>& link : links_) link->ReleaseIdleMemory();
+  }
   [[nodiscard]] bool empty() const { return links_.empty(); }
 
  private:

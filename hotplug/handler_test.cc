@@ -41,6 +41,7 @@ class JournalLink final : public Handler {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override {
     out.emplace_back(name_ + "_calls", journal_->size());
   }
+  void ReleaseIdleMemory() override { journal_->push_back(name_ + ":idle"); }
   [[nodiscard]] std::string Name() const override { return name_; }
 
  private:
@@ -97,6 +98,16 @@ TEST(HandlerChainTest, ReloadReachesEveryLinkAndKeepsTheFirstError) {
   std::vector<std::pair<std::string, uint64_t>> counters;
   chain.AppendCounters(counters);
   EXPECT_THAT(counters, ElementsAre(Pair("a_calls", 2), Pair("b_calls", 2)));
+}
+
+TEST(HandlerChainTest, IdleReachesEveryLink) {
+  std::vector<std::string> journal;
+  std::vector<std::unique_ptr<Handler>> links;
+  links.push_back(std::make_unique<JournalLink>("a", HandlerOutcome::kHandled, &journal));
+  links.push_back(std::make_unique<JournalLink>("b", HandlerOutcome::kFailed, &journal));
+  HandlerChain chain(std::move(links));
+  chain.ReleaseIdleMemory();
+  EXPECT_THAT(journal, ElementsAre("a:idle", "b:idle"));
 }
 
 TEST(HandlerChainTest, EmptyChainIsNamedNone) {

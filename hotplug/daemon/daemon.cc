@@ -630,6 +630,7 @@ void Daemon::ReleaseIdleMemory() {
   (void)ReleaseIfEmpty(seqnum_to_id_);
   (void)ReleaseIfEmpty(held_acks_);
   (void)scheduler_.ReleaseIdleMemory();
+  handler_->ReleaseIdleMemory();  // before the heap trim, which returns what it frees
   size_t text = 0;
   if (!idle_memory_.has_value()) {
     // The first release (after start-up) calls madvise itself: it tells whether the kernel

@@ -182,6 +182,11 @@ void DeviceShapes::Forget(absl::string_view devpath) {
   shapes_.erase(shapes_.lower_bound(below), shapes_.lower_bound(after));
 }
 
+void DeviceShapes::Clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  shapes_.clear();
+}
+
 size_t DeviceShapes::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return shapes_.size();

@@ -72,6 +72,8 @@ class DeviceShapes {
   void KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem);
   // A device at `devpath` appears, goes or moves: what was kept of it and beneath it goes.
   void Forget(absl::string_view devpath);
+  // Forgets everything (the daemon is idle: the memory goes back).
+  void Clear();
   [[nodiscard]] size_t size() const;
 
  private:

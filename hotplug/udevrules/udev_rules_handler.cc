@@ -401,6 +401,8 @@ std::string UdevRulesHandler::Describe(const Event& event) const {
   return it == waiting_.end() ? "" : it->second;
 }
 
+void UdevRulesHandler::ReleaseIdleMemory() { world_->shapes->Clear(); }
+
 void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
   const Counters& c = counters_;
   const udev::StageCounters& s = reporter_.counters();
@@ -413,6 +415,7 @@ void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_
                             {"db_written", s.db_written},
                             {"db_removed", s.db_removed},
                             {"db_reads_skipped", world_->database.reads_skipped()},
+                            {"sysfs_shapes_kept", world_->shapes->size()},
                             {"renamed", c.renamed},
                             {"run_programs", c.run_programs},
                             {"run_failed", c.run_failed},

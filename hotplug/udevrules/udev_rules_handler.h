@@ -82,6 +82,8 @@ class UdevRulesHandler final : public Handler {
   absl::Status Reload() override;
   [[nodiscard]] std::string Name() const override { return "udevrules"; }
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  // Drops the sysfs answers kept across events (udev::DeviceShapes): a burst's devices' parents.
+  void ReleaseIdleMemory() override;
   [[nodiscard]] std::string Describe(const Event& event) const override;
   // The watched nodes (OPTIONS+="watch"): a close after a write becomes a `change` of the
   // device, as udevd's (watches.h).

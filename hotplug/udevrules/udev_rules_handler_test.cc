@@ -533,6 +533,14 @@ TEST_F(UdevRulesHandlerTest, ParentsAreAskedOfSysfsAgainWhenAnEventAddsOrRemoves
   handle("add", hub, "usb", 8);
   handle("change", port, "tty", 9);
   EXPECT_EQ(parent_bus(), "usb");
+  // Idle, the daemon lets go of them; the next event asks sysfs again.
+  EXPECT_GT(Counter("udevrules_sysfs_shapes_kept"), 0u);
+  handler_->ReleaseIdleMemory();
+  EXPECT_EQ(Counter("udevrules_sysfs_shapes_kept"), 0u);
+  ASSERT_TRUE(sys_->RemoveDevice(hub).ok());
+  plug("pci");
+  handle("change", port, "tty", 10);
+  EXPECT_EQ(parent_bus(), "pci");
 }
 
 TEST_F(UdevRulesHandlerTest, ImportBuiltinRunsTheBuiltinsAndAFailureDoesNotMatch) {

@@ -163,6 +163,35 @@ TEST_F(UdevRulesDaemonTest, BoardRulesGiveNodeLinksDatabaseRunAndAnnouncement) {
   ASSERT_TRUE(daemon->Stop().ok());
 }
 
+TEST_F(UdevRulesDaemonTest, WhatIsKeptOfSysfsBetweenEventsGoesWhenTheDaemonIsIdle) {
+  absl::StatusOr<testing::DaemonProcess> daemon = StartDaemon("");
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  {
+    const absl::Status sent = Send(*daemon, "change", 5);  // ATTRS{} walks the parents
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
+  absl::StatusOr<std::map<std::string, uint64_t>> status = daemon->Status();
+  ASSERT_TRUE(status.ok());
+  EXPECT_GT(status->at("udevrules_sysfs_shapes_kept"), 0u);
+  // Two seconds without an event make the daemon idle; status requests do not count.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  uint64_t kept = status->at("udevrules_sysfs_shapes_kept");
+  while (kept > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(250));
+    status = daemon->Status();
+    ASSERT_TRUE(status.ok());
+    kept = status->at("udevrules_sysfs_shapes_kept");
+  }
+  EXPECT_EQ(kept, 0u);
+  // And the next event finds its parents again.
+  {
+    const absl::Status sent = Send(*daemon, "change", 6);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
+  EXPECT_EQ(Readlink(dir_ + "/dev/gps0"), "ttyACM0");
+  ASSERT_TRUE(daemon->Stop().ok());
+}
+
 TEST_F(UdevRulesDaemonTest, ExecDelayIsRefusedAtStart) {
   std::ofstream(dir_ + "/bad.conf") << "exec_delay=5\n";
   absl::StatusOr<testing::DaemonProcess> daemon = StartDaemon(dir_ + "/bad.conf");
