@@ -42,6 +42,7 @@ class JournalLink final : public Handler {
     out.emplace_back(name_ + "_calls", journal_->size());
   }
   void ReleaseIdleMemory() override { journal_->push_back(name_ + ":idle"); }
+  void Starting(const Event& event) override { journal_->push_back(name_ + ":start " + event.devpath); }
   [[nodiscard]] std::string Name() const override { return name_; }
 
  private:
@@ -70,7 +71,9 @@ TEST(HandlerChainTest, RunsLinksInOrderAndStopsAtTheFirstFailure) {
   const HandlerResult result = HandleOnce(chain, event);
   EXPECT_EQ(result.outcome, HandlerOutcome::kFailed);
   EXPECT_EQ(result.detail, "rules");
-  EXPECT_THAT(journal, ElementsAre("modules:/devices/a", "rules:/devices/a"));
+  // Every link hears that the event starts before the first one handles it.
+  EXPECT_THAT(journal, ElementsAre("modules:start /devices/a", "rules:start /devices/a", "exec:start /devices/a",
+                                   "modules:/devices/a", "rules:/devices/a"));
   EXPECT_EQ(chain.Name(), "modules+rules+exec");
 }
 
@@ -83,7 +86,7 @@ TEST(HandlerChainTest, AllLinksHandledGivesTheLastResult) {
   Event event;
   event.devpath = "/devices/x";
   EXPECT_EQ(HandleOnce(chain, event).detail, "b");
-  EXPECT_THAT(journal, ElementsAre("a:/devices/x", "b:/devices/x"));
+  EXPECT_THAT(journal, ElementsAre("a:start /devices/x", "b:start /devices/x", "a:/devices/x", "b:/devices/x"));
 }
 
 TEST(HandlerChainTest, ReloadAndIdleReachEveryLinkAndReloadKeepsTheFirstError) {

@@ -154,15 +154,16 @@ absl::StatusOr<int> DatabaseDir::DataDir(bool create, int stale) const {
   std::lock_guard<std::mutex> lock(data_->mutex);
   if (data_->current.valid() && data_->current.get() != stale) return data_->current.get();
   HOTRING_ASSIGN_OR_RETURN(UniqueFd dir, OpenDirBeneath(fd_.get(), "data", create, absl::StrCat(path_, "/data")));
-  if (data_->current.valid()) {
-    // Another thread may have just taken the old fd: it stays open (a few replaced ones).
-    constexpr size_t kReplacedKept = 8;
-    if (data_->replaced.size() >= kReplacedKept) data_->replaced.erase(data_->replaced.begin());
-    data_->replaced.push_back(std::move(data_->current));
-  }
+  // Another thread may have just taken the old fd: it stays open.
+  if (data_->current.valid()) data_->replaced.push_back(std::move(data_->current));
   data_->current = std::move(dir);
   data_->fd.store(data_->current.get(), std::memory_order_release);
   return data_->current.get();
+}
+
+std::unique_lock<std::mutex> DatabaseDir::LockName(absl::string_view id) const {
+  if (!entries_->tracking.load(std::memory_order_acquire)) return std::unique_lock<std::mutex>();
+  return std::unique_lock<std::mutex>(entries_->names[absl::HashOf(id) % entries_->names.size()]);
 }
 
 bool DatabaseDir::MayHold(absl::string_view id) const {
@@ -240,8 +241,10 @@ absl::Status DatabaseDir::Write(absl::string_view id, absl::string_view content,
       }
       done += static_cast<size_t>(n);
     }
+    std::unique_lock<std::mutex> named = LockName(id);
     if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
       const int err = errno;
+      named = std::unique_lock<std::mutex>();
       (void)::unlinkat(dir, temp.c_str(), 0);
       if (err == ENOENT && may_retry) {
         stale = dir;
@@ -283,6 +286,7 @@ absl::Status DatabaseDir::Remove(absl::string_view id) const {
   absl::StatusOr<int> dir = DataDir(/*create=*/false);
   if (!dir.ok()) return absl::IsNotFound(dir.status()) ? absl::OkStatus() : dir.status();
   const std::string name(id);
+  const std::unique_lock<std::mutex> named = LockName(id);
   if (::unlinkat(*dir, name.c_str(), 0) != 0 && errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("unlink(", path_, "/data/", name, ")"));
   }

@@ -6,6 +6,7 @@
 #ifndef HOTRING_HOTPLUG_UDEV_DATABASE_H_
 #define HOTRING_HOTPLUG_UDEV_DATABASE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -91,8 +92,8 @@ class DatabaseDir {
   [[nodiscard]] uint64_t reads_skipped() const { return entries_->skipped.load(std::memory_order_relaxed); }
 
  private:
-  // data/'s fd, kept: the one in use, and those a removal replaced (other threads may still use
-  // one; they are closed with the DatabaseDir).
+  // data/'s fd, kept: the one in use, and those a removal replaced (another thread may still
+  // use one, so none is closed before the DatabaseDir is; data/ is removed by hand, if ever).
   struct KeptDataDir {
     std::atomic<int> fd{-1};
     std::mutex mutex;  // opening, replacing
@@ -106,7 +107,12 @@ class DatabaseDir {
     std::atomic<uint64_t> skipped{0};
     std::mutex mutex;
     absl::flat_hash_set<uint64_t> hashes;
+    // Held across a rename or unlink and its Remember, by the name's hash: two events of one id
+    // on different devices (a reused device number) leave the list as they leave data/.
+    std::array<std::mutex, 16> names;
   };
+  // The lock of `id`'s name when entries are tracked (an empty lock otherwise).
+  [[nodiscard]] std::unique_lock<std::mutex> LockName(absl::string_view id) const;
 
   DatabaseDir(UniqueFd fd, std::string path)
       : fd_(std::move(fd)),

@@ -248,6 +248,28 @@ TEST(DatabaseDir, TrackedEntriesAnswerReadsOfAbsentOnesWithoutOpening) {
   EXPECT_EQ(plain->reads_skipped(), 0u);
 }
 
+TEST(DatabaseDir, TrackedEntriesStayWhatDataHoldsWhenOneIdIsWrittenAndRemovedAtOnce) {
+  // A reused device number: one device's remove and another's add run at once on one id. The
+  // list must end as data/ ends, whichever goes last.
+  const std::string run = TempDir("run_udev_one_id");
+  absl::StatusOr<DatabaseDir> db = DatabaseDir::Open(run);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->TrackEntries().ok());
+  for (int round = 0; round < 50; ++round) {
+    const std::string id = absl::StrCat("b8:", round);
+    std::thread writer([&] {
+      for (int i = 0; i < 40; ++i) (void)db->Write(id, "V:1\n");
+    });
+    std::thread remover([&] {
+      for (int i = 0; i < 40; ++i) (void)db->Remove(id);
+    });
+    writer.join();
+    remover.join();
+    const bool on_disk = ::access(absl::StrCat(run, "/data/", id).c_str(), F_OK) == 0;
+    EXPECT_EQ(db->Read(id).ok(), on_disk) << id;
+  }
+}
+
 TEST(DatabaseDir, AnEntryOfManyPagesIsReadWhole) {
   // A read that fills its buffer is followed by another; one that does not ends the entry.
   const std::string run = TempDir("run_udev_long");

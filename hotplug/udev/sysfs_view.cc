@@ -118,8 +118,9 @@ std::optional<std::string> CachingSysfsView::LinkName(absl::string_view devpath,
     if (std::optional<std::optional<std::string>> kept; shared && (kept = shapes_->Subsystem(devpath))) {
       link = *std::move(kept);
     } else {
+      const uint64_t generation = shared ? shapes_->generation() : 0;
       link = base_.LinkName(devpath, name);
-      if (shared) shapes_->KeepSubsystem(devpath, link);
+      if (shared) shapes_->KeepSubsystem(devpath, link, generation);
     }
     it = links_.emplace(std::move(key), std::move(link)).first;
   }
@@ -131,8 +132,9 @@ bool CachingSysfsView::IsDevice(absl::string_view devpath) const {
   if (it == devices_.end()) {
     std::optional<bool> device = shapes_ != nullptr ? shapes_->IsDevice(devpath) : std::nullopt;
     if (!device.has_value()) {
+      const uint64_t generation = shapes_ != nullptr ? shapes_->generation() : 0;
       device = base_.IsDevice(devpath);
-      if (shapes_ != nullptr) shapes_->KeepIsDevice(devpath, *device);
+      if (shapes_ != nullptr) shapes_->KeepIsDevice(devpath, *device, generation);
     }
     it = devices_.emplace(std::string(devpath), *device).first;
   }
@@ -160,13 +162,21 @@ DeviceShapes::Shape& DeviceShapes::EntryLocked(absl::string_view devpath) {
   return shapes_.emplace(std::string(devpath), Shape()).first->second;
 }
 
-void DeviceShapes::KeepIsDevice(absl::string_view devpath, bool device) {
+uint64_t DeviceShapes::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
+void DeviceShapes::KeepIsDevice(absl::string_view devpath, bool device, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != generation_) return;
   EntryLocked(devpath).device = device ? 1 : 0;
 }
 
-void DeviceShapes::KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem) {
+void DeviceShapes::KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem,
+                                 uint64_t generation) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != generation_) return;
   Shape& shape = EntryLocked(devpath);
   shape.subsystem_known = true;
   shape.subsystem = subsystem;
@@ -174,6 +184,7 @@ void DeviceShapes::KeepSubsystem(absl::string_view devpath, const std::optional<
 
 void DeviceShapes::Forget(absl::string_view devpath) {
   std::lock_guard<std::mutex> lock(mutex_);
+  ++generation_;  // also when nothing is kept: an answer may be on its way in
   if (shapes_.empty()) return;
   // The device ("/a/b") and what is beneath it ("/a/b/..."; not "/a/bc", which sorts between).
   if (auto it = shapes_.find(devpath); it != shapes_.end()) shapes_.erase(it);
@@ -184,6 +195,7 @@ void DeviceShapes::Forget(absl::string_view devpath) {
 
 void DeviceShapes::Clear() {
   std::lock_guard<std::mutex> lock(mutex_);
+  ++generation_;
   shapes_.clear();
 }
 

@@ -68,8 +68,11 @@ class DeviceShapes {
   // Kept answers (nullopt: not known).
   [[nodiscard]] std::optional<bool> IsDevice(absl::string_view devpath) const;
   [[nodiscard]] std::optional<std::optional<std::string>> Subsystem(absl::string_view devpath) const;
-  void KeepIsDevice(absl::string_view devpath, bool device);
-  void KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem);
+  // Counts Forget and Clear calls. Read it before asking sysfs and hand it to Keep*: an answer
+  // read while something was forgotten is not kept (it may be what was forgotten).
+  [[nodiscard]] uint64_t generation() const;
+  void KeepIsDevice(absl::string_view devpath, bool device, uint64_t generation);
+  void KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem, uint64_t generation);
   // A device at `devpath` appears, goes or moves: what was kept of it and beneath it goes.
   void Forget(absl::string_view devpath);
   // Forgets everything (the daemon is idle: the memory goes back).
@@ -86,6 +89,7 @@ class DeviceShapes {
 
   const size_t max_entries_;
   mutable std::mutex mutex_;
+  uint64_t generation_ = 0;
   // Ordered: a device's subtree is one range ("/a/b/" up to "/a/b0").
   absl::btree_map<std::string, Shape, std::less<>> shapes_;
 };

@@ -133,7 +133,7 @@ TEST(DeviceShapesTest, ForgetTakesADeviceAndWhatIsBeneathItOnly) {
   DeviceShapes shapes;
   for (const char* p : {"/devices/a", "/devices/a/b", "/devices/a/b/c", "/devices/a/b/c/d", "/devices/a/bc",
                         "/devices/a/b-1", "/devices/a/b.0", "/devices/a/b0"}) {
-    shapes.KeepIsDevice(p, true);
+    shapes.KeepIsDevice(p, true, shapes.generation());
   }
   shapes.Forget("/devices/a/b");
   EXPECT_EQ(shapes.IsDevice("/devices/a/b"), std::nullopt);
@@ -145,13 +145,31 @@ TEST(DeviceShapesTest, ForgetTakesADeviceAndWhatIsBeneathItOnly) {
   EXPECT_EQ(shapes.size(), 5u);
 }
 
+TEST(DeviceShapesTest, AnAnswerReadWhileSomethingWasForgottenIsNotKept) {
+  // A thread reads sysfs, another's event forgets the device meanwhile: the answer read before
+  // the forgetting may be the forgotten one.
+  DeviceShapes shapes;
+  const uint64_t before = shapes.generation();
+  shapes.Forget("/devices/a");
+  shapes.KeepIsDevice("/devices/a", true, before);
+  shapes.KeepSubsystem("/devices/a", "usb", before);
+  EXPECT_EQ(shapes.IsDevice("/devices/a"), std::nullopt);
+  EXPECT_EQ(shapes.Subsystem("/devices/a"), std::nullopt);
+  const uint64_t after = shapes.generation();
+  shapes.KeepIsDevice("/devices/a", true, after);
+  EXPECT_THAT(shapes.IsDevice("/devices/a"), Optional(true));
+  shapes.Clear();
+  shapes.KeepIsDevice("/devices/b", true, after);
+  EXPECT_EQ(shapes.size(), 0u);
+}
+
 TEST(DeviceShapesTest, StartsOverPastItsBound) {
   DeviceShapes shapes(/*max_entries=*/4);
-  for (int i = 0; i < 4; ++i) shapes.KeepIsDevice(absl::StrCat("/devices/d", i), true);
+  for (int i = 0; i < 4; ++i) shapes.KeepIsDevice(absl::StrCat("/devices/d", i), true, shapes.generation());
   EXPECT_EQ(shapes.size(), 4u);
-  shapes.KeepSubsystem("/devices/d0", "pci");  // known: no new entry
+  shapes.KeepSubsystem("/devices/d0", "pci", shapes.generation());  // known: no new entry
   EXPECT_EQ(shapes.size(), 4u);
-  shapes.KeepIsDevice("/devices/d4", false);
+  shapes.KeepIsDevice("/devices/d4", false, shapes.generation());
   EXPECT_EQ(shapes.size(), 1u);
   EXPECT_THAT(shapes.IsDevice("/devices/d4"), Optional(false));
   EXPECT_EQ(shapes.IsDevice("/devices/d0"), std::nullopt);
@@ -164,8 +182,9 @@ TEST(DeviceShapesTest, ThreadsKeepAskAndForgetAtOnce) {
     threads.emplace_back([&shapes, t] {
       for (int i = 0; i < 2000; ++i) {
         const std::string dev = absl::StrCat("/devices/t", t, "/d", i % 50);
-        shapes.KeepIsDevice(dev, true);
-        shapes.KeepSubsystem(dev, "pci");
+        const uint64_t generation = shapes.generation();
+        shapes.KeepIsDevice(dev, true, generation);
+        shapes.KeepSubsystem(dev, "pci", generation);
         const std::optional<bool> device = shapes.IsDevice(dev);
         EXPECT_TRUE(!device.has_value() || *device);  // forgotten meanwhile, or kept
         if (i % 10 == 0) shapes.Forget(absl::StrCat("/devices/t", (t + 1) % 4));

@@ -191,8 +191,10 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
   reporter_.Received();
   const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
-  // Before the job: no event below this one's device starts before it ends (the scheduler's
-  // rule), so none sees what was kept of a device this event adds, removes or moves.
+  // Before the job, again (a stage alone gets no Starting; in a chain this forgets what events
+  // let start early by the modules link kept meanwhile, which only costs them a read): no
+  // event below this one's device starts before it ends (the scheduler's rule) or before
+  // Starting, so none sees what was kept of a device this event adds, removes or moves.
   ForgetShapesOf(*world_, event);
   // The job owns what it uses: it may outlive this task when the task is dropped.
   auto job = [world = world_, rules = rules_, builtins = builtins_, executors = executors_,
@@ -402,6 +404,8 @@ std::string UdevRulesHandler::Describe(const Event& event) const {
 }
 
 void UdevRulesHandler::ReleaseIdleMemory() { world_->shapes->Clear(); }
+
+void UdevRulesHandler::Starting(const Event& event) { ForgetShapesOf(*world_, event); }
 
 void UdevRulesHandler::AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const {
   const Counters& c = counters_;

@@ -84,6 +84,9 @@ class UdevRulesHandler final : public Handler {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
   // Drops the sysfs answers kept across events (udev::DeviceShapes): a burst's devices' parents.
   void ReleaseIdleMemory() override;
+  // Forgets what was kept of a device the event adds, removes or moves (ForgetShapesOf), before
+  // an earlier link of the chain can let the events below it start.
+  void Starting(const Event& event) override;
   [[nodiscard]] std::string Describe(const Event& event) const override;
   // The watched nodes (OPTIONS+="watch"): a close after a write becomes a `change` of the
   // device, as udevd's (watches.h).

@@ -509,6 +509,17 @@ TEST_F(UdevRulesHandlerTest, ParentsAreAskedOfSysfsAgainWhenAnEventAddsOrRemoves
   MakeHandler();
   handle("change", port, "tty", 1);
   EXPECT_EQ(parent_bus(), "usb");
+  // What a chain tells every link when an event starts, before its first link runs (the
+  // modules link may let the events below a device start before this link handles it).
+  {
+    const uint64_t kept = Counter("udevrules_sysfs_shapes_kept");
+    absl::StatusOr<Event> unplugged = testing::MakeUevent("remove", hub, "usb", 100, {});
+    ASSERT_TRUE(unplugged.ok());
+    handler_->Starting(*unplugged);
+    EXPECT_LT(Counter("udevrules_sysfs_shapes_kept"), kept);  // the hub's and its port's
+    handle("change", port, "tty", 101);  // asked again: still the same hub
+    EXPECT_EQ(parent_bus(), "usb");
+  }
   // The hub is replaced by one on another bus behind the daemon's back (no event): the kept
   // answer stands, which is what makes a parent cost nothing the second time.
   ASSERT_TRUE(sys_->RemoveDevice(hub).ok());
