@@ -20,7 +20,6 @@ std::optional<absl::string_view> GlobalProperties::Get(absl::string_view key) co
 
 Task<HandlerResult> HandlerChain::Handle(io::Reactor& reactor, const Event& event) {
   HandlerResult last;
-  Starting(event);
   for (const std::unique_ptr<Handler>& link : links_) {
     last = co_await link->Handle(reactor, event);
     if (last.outcome != HandlerOutcome::kHandled) co_return last;

@@ -91,10 +91,10 @@ class Handler {
   // among its services and cancels it at stop, so it must hold nothing that outlives a drop.
   // The default has nothing to serve and returns at once.
   virtual Task<void> Serve(io::Reactor& reactor) { co_return; }
-  // `event` starts: called on every link of a chain before the first link handles it (a link
-  // further down may have to forget what the event changes before an earlier link lets other
-  // events start: the modules link lets the events of the devices below start early). On the
-  // reactor thread. The default has nothing to prepare.
+  // `event` starts: the daemon calls it just before Handle, and a chain passes it to every
+  // link, so a link further down forgets what the event changes before an earlier link lets
+  // other events start (the modules link lets the events of the devices below start early).
+  // On the reactor thread. The default has nothing to prepare.
   virtual void Starting(const Event& event) {}
   // The daemon is idle (no event for a while): what the stage keeps only to be faster during a
   // burst can go (the udev rules link's sysfs answers). Called on the reactor thread, with no

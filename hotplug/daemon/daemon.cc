@@ -492,6 +492,7 @@ void Daemon::StartEvent(uint64_t id) {
   // events_ is a node map: the record stays put while other events come and go, so the
   // handler may keep its reference across suspensions.
   const Event& event = started.event;
+  handler_->Starting(event);
   Task<HandlerResult> handling = handler_->Handle(*reactor_, event);
   handling.Start();
   if (handling.done()) {

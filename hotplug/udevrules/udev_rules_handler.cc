@@ -191,11 +191,6 @@ Task<HandlerResult> UdevRulesHandler::Handle(io::Reactor& reactor, const Event& 
   reporter_.Received();
   const MonoTime deadline = MonoNow() + options_.event_timeout;
   WaitingEntry waiting(waiting_, event, "udev rules");
-  // Before the job, again (a stage alone gets no Starting; in a chain this forgets what events
-  // let start early by the modules link kept meanwhile, which only costs them a read): no
-  // event below this one's device starts before it ends (the scheduler's rule) or before
-  // Starting, so none sees what was kept of a device this event adds, removes or moves.
-  ForgetShapesOf(*world_, event);
   // The job owns what it uses: it may outlive this task when the task is dropped.
   auto job = [world = world_, rules = rules_, builtins = builtins_, executors = executors_,
               options = execute_options_, event_copy = event]() -> EventWork {

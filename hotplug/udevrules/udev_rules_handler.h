@@ -85,7 +85,8 @@ class UdevRulesHandler final : public Handler {
   // Drops the sysfs answers kept across events (udev::DeviceShapes): a burst's devices' parents.
   void ReleaseIdleMemory() override;
   // Forgets what was kept of a device the event adds, removes or moves (ForgetShapesOf), before
-  // an earlier link of the chain can let the events below it start.
+  // an earlier link of the chain can let the events below it start. No event below that
+  // device starts before this one does (the scheduler's rule).
   void Starting(const Event& event) override;
   [[nodiscard]] std::string Describe(const Event& event) const override;
   // The watched nodes (OPTIONS+="watch"): a close after a write becomes a `change` of the

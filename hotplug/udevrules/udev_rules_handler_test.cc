@@ -130,7 +130,9 @@ class UdevRulesHandlerTest : public ::testing::Test {
 
   std::optional<ResolveNames> resolve_names_;  // udevd's --resolve-names, for MakeHandler
 
+  // As the daemon starts an event: Starting, then Handle.
   void Handle(const Event& event) {
+    handler_->Starting(event);
     absl::StatusOr<HandlerResult> r = reactor_->BlockOn(handler_->Handle(*reactor_, event));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->outcome, HandlerOutcome::kHandled);
