@@ -52,6 +52,11 @@ PushDisposition Reorderer::Push(Event&& event, MonoTime now, std::vector<Event>&
       ++counters_.duplicates;
       return PushDisposition::kDuplicateOfHeld;
     }
+    if (options_.timeout <= absl::ZeroDuration() && held_.empty()) {
+      // A zero timeout waits for nothing: the gap is given up as the event arrives (what the
+      // timer would do at the loop's next turn, without holding and copying the event twice).
+      SkipTo(seqnum, counters_.timeouts, missing);
+    }
     // Full: give up the lowest gap, as a timeout would, until there is room. If the new event
     // sits below every held one, its own gap is the lowest and it is released instead of held.
     while (held_.size() >= options_.max_held) {

@@ -11,6 +11,7 @@
 //    up: every held event up to and including it is released in SEQNUM order, then the run that
 //    follows it up to the next gap; the skipped SEQNUMs are reported as missing. (Releasing the
 //    smaller held events first keeps the output in order; none is held longer than the timeout.)
+//    A zero timeout holds nothing: a gap is given up when the event after it arrives.
 //  - A duplicate (a SEQNUM already released, or held) is dropped, counted and reported so the
 //    caller can still ack a retransmission.
 //  - An event older than the expected SEQNUM that was never seen (a straggler after a timeout,

@@ -376,7 +376,13 @@ void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool d
       if (!burst_log_.running()) burst_log_.Start(now, Burst());
       if (!passed.has_value()) timeline_.Add(std::move(received));
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
-      NoteMissing(missing, "too many held events");
+      if (!missing.empty() && options_.reorder_timeout <= absl::ZeroDuration()) {
+        // The reorderer gave the gap up on arrival (it waits for nothing).
+        ++counters_.reorder_timeouts;
+        NoteMissing(missing, "reorder timeout");
+      } else {
+        NoteMissing(missing, "too many held events");
+      }
       if (passed.has_value()) {
         (void)ReleaseOne(std::move(event), now, /*just_received=*/true);
         Pump();

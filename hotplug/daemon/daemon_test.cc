@@ -131,6 +131,31 @@ TEST(DaemonTest, MissingFirstSeqnumHoldsEverythingUntilTheTimeout) {
   EXPECT_NE(daemon.Log().find("gave up waiting for SEQNUM 0"), std::string::npos) << daemon.Log();
 }
 
+// --reorder-timeout 0 waits for nothing: each gap is given up when the event after it arrives,
+// every event runs once, in the order received, and the gaps are counted and logged.
+TEST(DaemonTest, ZeroReorderTimeoutRunsEveryEventAsItComes) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon(
+      {"--exec", recorder.handler(), "--expect-seqnum", "1", "--reorder-timeout", "0"});
+  RawSender sender(daemon.socket());
+  for (const uint64_t i : {3, 4, 7, 8, 5}) {
+    ASSERT_TRUE(sender.SendEvent(TestEvent(i, "/devices/test/one")));
+  }
+  const absl::Status settled = daemon.SettleWhileProgressing();
+  ASSERT_TRUE(settled.ok()) << settled << "\n" << daemon.Log();
+  std::vector<std::string> order;
+  for (const HandlerRun& r : recorder.Runs()) order.push_back(r.seqnum);
+  // 5 came after its gap was given up: a straggler, run last, as it came.
+  EXPECT_EQ(order, (std::vector<std::string>{"3", "4", "7", "8", "5"}));
+  auto status = Status(daemon);
+  EXPECT_EQ(status["handled"], 5u);
+  EXPECT_EQ(status["reorder_timeouts"], 2u);
+  EXPECT_EQ(status["missing_seqnums"], 4u);
+  EXPECT_EQ(status["held"], 0u);
+  EXPECT_NE(daemon.Log().find("reorder timeout: gave up waiting for SEQNUM 1-2"), std::string::npos)
+      << daemon.Log();
+}
+
 // The timeouts are short to keep the test quick, and scaled in an emulated guest
 // (testing::ScaledForEmulation). The one handler that does not hang must finish within the
 // event timeout: 0.5 s was too short in an emulated guest and once in the sanitizer build
