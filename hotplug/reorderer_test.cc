@@ -321,6 +321,31 @@ TEST(ReordererTest, InfiniteTimeoutNeverExpires) {
   EXPECT_THAT(r.Expire(kT0 + absl::Hours(1000)).released, IsEmpty());
 }
 
+// A zero timeout holds nothing: each gap is given up (reported, counted as a timeout) when the
+// event after it arrives, and that event goes on at once, in the order received.
+TEST(ReordererTest, ZeroTimeoutGivesEachGapUpOnArrival) {
+  Reorderer r = Make(1, 16384, absl::ZeroDuration());
+  PushResult p = r.Push(Ev(3), kT0);
+  EXPECT_EQ(p.disposition, PushDisposition::kReleased);
+  EXPECT_THAT(Seqs(p.released), ElementsAre(3));
+  EXPECT_THAT(p.missing, ElementsAre(SeqnumRange{1, 2}));
+  EXPECT_EQ(r.held(), 0u);
+  EXPECT_EQ(r.NextDeadline(), std::nullopt);
+  p = r.Push(Ev(4), kT0);
+  EXPECT_THAT(Seqs(p.released), ElementsAre(4));
+  EXPECT_THAT(p.missing, IsEmpty());
+  p = r.Push(Ev(7), kT0);
+  EXPECT_THAT(Seqs(p.released), ElementsAre(7));
+  EXPECT_THAT(p.missing, ElementsAre(SeqnumRange{5, 6}));
+  // What was given up and comes late is a straggler, released once.
+  p = r.Push(Ev(5), kT0);
+  EXPECT_EQ(p.disposition, PushDisposition::kStraggler);
+  EXPECT_EQ(r.Push(Ev(5), kT0).disposition, PushDisposition::kDuplicateOfReleased);
+  EXPECT_EQ(r.counters().timeouts, 2u);
+  EXPECT_EQ(r.counters().missing, 4u);
+  EXPECT_EQ(r.counters().held, 0u);
+}
+
 // The seed's first run: SEQNUM 0..999 in order, expected 0: nothing waits.
 TEST(ReordererTest, SeedRunInOrder) {
   Reorderer r = Make(0);
