@@ -1,10 +1,12 @@
 #include "hotplug/scheduler.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace hotring::hotplug {
@@ -50,13 +52,89 @@ void Scheduler::FreeDeadChildren(Node& node, Visit visit_live) {
   if (freed) ShrinkIfSparse(node.children);
 }
 
-uint64_t Scheduler::Enqueue(absl::string_view devpath) {
+namespace {
+
+// One number per device number and kind: bit 63 tells block from character devices (udevd
+// compares a block device only with block devices), never 0.
+uint64_t DevnumKey(const EventKeys& keys) {
+  return (keys.block ? uint64_t{1} << 63 : uint64_t{1} << 62) |
+         (static_cast<uint64_t>(keys.major) << 32) | keys.minor;
+}
+
+}  // namespace
+
+EventKeys KeysOf(const Event& event) {
+  EventKeys keys;
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  if (absl::SimpleAtoi(event.major, &major) && absl::SimpleAtoi(event.minor, &minor) && major != 0) {
+    keys.has_devnum = true;
+    keys.block = event.subsystem == "block";
+    keys.major = major;
+    keys.minor = minor;
+  }
+  if (const std::optional<absl::string_view> ifindex = event.Get("IFINDEX"); ifindex.has_value()) {
+    int64_t n = 0;
+    if (absl::SimpleAtoi(*ifindex, &n) && n > 0) keys.ifindex = n;
+  }
+  if (const std::optional<absl::string_view> old = event.Get("DEVPATH_OLD"); old.has_value()) {
+    keys.devpath_old = *old;
+  }
+  return keys;
+}
+
+template <typename Key>
+uint64_t Scheduler::TakeKey(absl::flat_hash_map<Key, KeyLive>& map, Key key, uint64_t id) {
+  KeyLive& k = map[key];
+  const uint64_t before = k.live > 0 ? k.latest : 0;
+  k.latest = id;
+  ++k.live;
+  return before;
+}
+
+template <typename Key>
+void Scheduler::DropKey(absl::flat_hash_map<Key, KeyLive>& map, Key key) {
+  const auto it = map.find(key);
+  if (it != map.end() && --it->second.live == 0) map.erase(it);
+}
+
+uint64_t Scheduler::LatestAt(absl::string_view devpath) const {
+  const Node* node = root_.get();
+  absl::string_view rest = devpath;
+  if (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+  while (true) {
+    const size_t slash = rest.find('/');
+    const auto it = node->children.find(rest.substr(0, slash));
+    if (it == node->children.end()) return 0;
+    node = it->second.get();
+    if (slash == absl::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return node->live > 0 ? node->latest : 0;
+}
+
+uint64_t Scheduler::Enqueue(absl::string_view devpath, const EventKeys& keys) {
   const uint64_t id = next_id_++;
   Entry entry;
   auto wait_on = [&](uint64_t blocker) {
     entries_.at(blocker).waiters.push_back(id);
     ++entry.blockers;
   };
+  auto wait_on_key = [&](uint64_t blocker) {
+    if (blocker == 0) return;
+    entries_.at(blocker).key_waiters.push_back(id);
+    ++entry.blockers;
+  };
+  // Before this event's own path is in the trie: a DEVPATH_OLD equal to DEVPATH names itself.
+  if (!keys.devpath_old.empty() && keys.devpath_old != devpath) wait_on_key(LatestAt(keys.devpath_old));
+  if (keys.has_devnum && keys.major != 0) {
+    entry.devnum_key = DevnumKey(keys);
+    wait_on_key(TakeKey(by_devnum_, entry.devnum_key, id));
+  }
+  if (keys.ifindex > 0) {
+    entry.ifindex = keys.ifindex;
+    wait_on_key(TakeKey(by_ifindex_, entry.ifindex, id));
+  }
 
   // Walk (and create) the components of devpath; note the latest live event of each ancestor.
   absl::InlinedVector<uint64_t, 16> ancestors;
@@ -140,6 +218,8 @@ bool Scheduler::ReleaseIdleMemory() {
   live_nodes_ = 0;
   entries_ = {};
   ready_ = {};
+  by_devnum_ = {};
+  by_ifindex_ = {};
   return true;
 }
 
@@ -166,9 +246,13 @@ absl::Status Scheduler::Finish(uint64_t id) {
     return absl::FailedPreconditionError(absl::StrCat("event ", id, " has not started"));
   }
   // Waiters cannot have started (they wait on this one), so each is live.
-  for (const uint64_t waiter : it->second.waiters) {
-    if (--entries_.at(waiter).blockers == 0) ready_.push(waiter);
+  for (const std::vector<uint64_t>* list : {&it->second.waiters, &it->second.key_waiters}) {
+    for (const uint64_t waiter : *list) {
+      if (--entries_.at(waiter).blockers == 0) ready_.push(waiter);
+    }
   }
+  if (it->second.devnum_key != 0) DropKey(by_devnum_, it->second.devnum_key);
+  if (it->second.ifindex != 0) DropKey(by_ifindex_, it->second.ifindex);
   Node* const leaf = it->second.node;
   --leaf->live;
   // Drop the counts up to the root.

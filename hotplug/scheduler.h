@@ -4,7 +4,11 @@
 // Rule (systemd-udevd's): an event may not start while an EARLIER event (earlier in release
 // order, whether still queued or already running) has a DEVPATH equal to, a parent of, or a
 // child of its own. Parent/child is a prefix at '/' boundaries: /a/b is a parent of /a/b/c but
-// not of /a/bc. Otherwise events start in release order (FIFO), at most children_max at a time.
+// not of /a/bc. Nor, as udevd 252's event_is_blocked (EventKeys), while an earlier one has its
+// device number (a block device's only another block device's, a character device's another
+// character device's), its network interface index, or its DEVPATH_OLD as DEVPATH: a device
+// renamed, moved or replaced under another path waits for what was queued about it before.
+// Otherwise events start in release order (FIFO), at most children_max at a time.
 // One exception, on request (ReleaseDescendants): a running event whose remaining work is
 // loading its device's driver lets the events of the devices below it start.
 //
@@ -42,8 +46,25 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "hotplug/event.h"
 
 namespace hotring::hotplug {
+
+// What else than its DEVPATH ties an event to the earlier ones (udevd's event_is_blocked).
+struct EventKeys {
+  // The device number, when the event has one with a major other than 0 (udevd ignores major
+  // 0), and whether it is a block device's (SUBSYSTEM=block).
+  bool has_devnum = false;
+  bool block = false;
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  int64_t ifindex = 0;              // IFINDEX, when above 0
+  absl::string_view devpath_old;    // DEVPATH_OLD (a move), canonical like DEVPATH; or empty
+};
+
+// An event's keys: MAJOR and MINOR (with SUBSYSTEM=block), IFINDEX and DEVPATH_OLD; what does
+// not parse as a number is no key. devpath_old views the event's own string.
+[[nodiscard]] EventKeys KeysOf(const Event& event);
 
 // Owns the live (queued or running) events' blocking relations and the DEVPATH index.
 class Scheduler {
@@ -58,7 +79,9 @@ class Scheduler {
 
   // Queues an event; returns its id: 1, 2, 3, ... in release order. `devpath` should be
   // canonical (EventFromEnv guarantees it): starts with '/', no trailing or doubled '/'.
-  [[nodiscard]] uint64_t Enqueue(absl::string_view devpath);
+  [[nodiscard]] uint64_t Enqueue(absl::string_view devpath) { return Enqueue(devpath, EventKeys{}); }
+  // The same, also waiting on the earlier live events that share one of `keys`.
+  [[nodiscard]] uint64_t Enqueue(absl::string_view devpath, const EventKeys& keys);
 
   // Ids to start now, in release order; they count as running from here on.
   [[nodiscard]] std::vector<uint64_t> TakeRunnable();
@@ -120,7 +143,26 @@ class Scheduler {
     bool running = false;
     bool released = false;           // ReleaseDescendants: blocks no event below its DEVPATH
     std::vector<uint64_t> waiters;   // later events counting this one in their blockers
+    // Later events waiting on this one for a shared key (EventKeys), which ReleaseDescendants
+    // keeps waiting: they are not below it for being the same device.
+    std::vector<uint64_t> key_waiters;
+    uint64_t devnum_key = 0;         // in by_devnum_ (0: none)
+    int64_t ifindex = 0;             // in by_ifindex_ (0: none)
   };
+
+  // The latest live event with a key, and how many live events have it. Events with one key
+  // wait each on the one before, so the latest ends last and waiting on it covers the others.
+  struct KeyLive {
+    uint64_t latest = 0;
+    size_t live = 0;
+  };
+  // Registers event `id` under `key`; returns the live event it must wait on (0: none).
+  template <typename Key>
+  static uint64_t TakeKey(absl::flat_hash_map<Key, KeyLive>& map, Key key, uint64_t id);
+  template <typename Key>
+  static void DropKey(absl::flat_hash_map<Key, KeyLive>& map, Key key);
+  // The live event latest at exactly `devpath` (0: none), creating nothing.
+  [[nodiscard]] uint64_t LatestAt(absl::string_view devpath) const;
 
   // Frees the dead children of `node` (with their subtrees) and calls visit_live(Node&) on the
   // others.
@@ -136,6 +178,9 @@ class Scheduler {
   size_t live_nodes_ = 0;  // of those, with a live event in their subtree
   std::unique_ptr<Node> root_;  // the empty path; a pointer so moves keep children's parents
   absl::flat_hash_map<uint64_t, Entry> entries_;
+  // Live events by device number (block and character apart: see DevnumKey) and by ifindex.
+  absl::flat_hash_map<uint64_t, KeyLive> by_devnum_;
+  absl::flat_hash_map<int64_t, KeyLive> by_ifindex_;
   // Unblocked queued ids, smallest (earliest) first.
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> ready_;
 };

@@ -412,7 +412,7 @@ void Daemon::NoteMissing(const std::vector<SeqnumRange>& missing, absl::string_v
 }
 
 uint64_t Daemon::ReleaseOne(Event&& event, MonoTime now, bool just_received) {
-  const uint64_t id = scheduler_.Enqueue(event.devpath);
+  const uint64_t id = scheduler_.Enqueue(event.devpath, KeysOf(event));
   const std::optional<uint64_t> seqnum = event.seqnum;
   // Built in place: the event is moved once, into its record.
   EventRecord& record = events_.try_emplace(id, std::move(event)).first->second;

@@ -156,6 +156,32 @@ TEST(DaemonTest, ZeroReorderTimeoutRunsEveryEventAsItComes) {
       << daemon.Log();
 }
 
+// As udevd: an event waits for the earlier ones with its device number, its ifindex, or its
+// DEVPATH_OLD as DEVPATH, though their DEVPATHs are unrelated to its own.
+TEST(DaemonTest, EventsOfOneDeviceUnderTwoPathsRunOneAfterTheOther) {
+  Recorder recorder;
+  DaemonProcess daemon = StartDaemon({"--exec", recorder.handler(), "--expect-seqnum", "1"});
+  RawSender sender(daemon.socket());
+  const std::vector<hotplug::EnvVars> events = {
+      TestEvent(1, "/devices/a/tty0", {{"MAJOR", "4"}, {"MINOR", "1"}, {"SLEEP_MS", "200"}}),
+      TestEvent(2, "/devices/b/tty0", {{"MAJOR", "4"}, {"MINOR", "1"}}),
+      TestEvent(3, "/devices/c/net/eth0", {{"IFINDEX", "5"}, {"SLEEP_MS", "200"}}),
+      TestEvent(4, "/devices/d/net/wan0", {{"IFINDEX", "5"}}),
+      TestEvent(5, "/devices/e/old", {{"SLEEP_MS", "200"}}),
+      TestEvent(6, "/devices/f/new", {{"DEVPATH_OLD", "/devices/e/old"}}),
+  };
+  for (const hotplug::EnvVars& e : events) ASSERT_TRUE(sender.SendEvent(e));
+  const absl::Status settled = daemon.SettleWhileProgressing();
+  ASSERT_TRUE(settled.ok()) << settled << "\n" << daemon.Log();
+  std::map<std::string, HandlerRun> by_seqnum;
+  for (const HandlerRun& r : recorder.Runs()) by_seqnum[r.seqnum] = r;
+  ASSERT_EQ(by_seqnum.size(), 6u);
+  for (const auto& [first, second] : {std::pair<const char*, const char*>{"1", "2"}, {"3", "4"}, {"5", "6"}}) {
+    EXPECT_LE(by_seqnum[first].end, by_seqnum[second].start)
+        << "SEQNUM " << second << " started before SEQNUM " << first << " ended";
+  }
+}
+
 // The timeouts are short to keep the test quick, and scaled in an emulated guest
 // (testing::ScaledForEmulation). The one handler that does not hang must finish within the
 // event timeout: 0.5 s was too short in an emulated guest and once in the sanitizer build
