@@ -10,40 +10,7 @@
 
 namespace hotring::io {
 
-namespace blocking_internal {
-
-absl::StatusOr<std::shared_ptr<const ThreadWake>> WakeCache::Take() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
-      std::shared_ptr<const ThreadWake> wake = std::move(free_.back());
-      free_.pop_back();
-      return wake;
-    }
-  }
-  absl::StatusOr<ThreadWake> made = ThreadWake::Create();
-  if (!made.ok()) return made.status();
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++made_;
-  return std::make_shared<const ThreadWake>(*std::move(made));
-}
-
-void WakeCache::Give(std::shared_ptr<const ThreadWake> wake) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.size() < keep_) free_.push_back(std::move(wake));
-}
-
-uint64_t WakeCache::made() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return made_;
-}
-
-}  // namespace blocking_internal
-
-BlockingPool::BlockingPool(Options options)
-    : options_(std::move(options)),
-      // As many as can wait at once in a busy stage: a few per thread.
-      wakes_(std::make_shared<blocking_internal::WakeCache>(std::max<size_t>(options_.max_threads, 1) * 4)) {}
+BlockingPool::BlockingPool(Options options) : options_(std::move(options)) {}
 
 BlockingPool::~BlockingPool() { Shutdown(); }
 
@@ -163,9 +130,9 @@ void BlockingPool::WorkerLoop() {
       }
       if (!queue_.empty()) next = TakeLocked();
     }
-    job->Complete();
-    // Possibly the last reference (the task is gone): freed outside the lock.
-    job.reset();
+    // Possibly the last reference then (the task is gone): freed by the reactor or here,
+    // outside the lock.
+    blocking_internal::JobBase::Complete(std::move(job));
     job = next != nullptr ? std::move(next) : WaitForJob();
   }
 }
@@ -182,9 +149,9 @@ void BlockingPool::Shutdown() {
     threads.swap(threads_);
   }
   work_.notify_all();
-  for (const std::shared_ptr<blocking_internal::JobBase>& job : never_started) {
+  for (std::shared_ptr<blocking_internal::JobBase>& job : never_started) {
     job->Fail(absl::CancelledError("blocking pool: shut down before the job started"));
-    job->Complete();
+    blocking_internal::JobBase::Complete(std::move(job));
   }
   never_started.clear();
   for (const pthread_t thread : threads) pthread_join(thread, nullptr);
@@ -193,13 +160,8 @@ void BlockingPool::Shutdown() {
 }
 
 BlockingPool::Stats BlockingPool::stats() const {
-  Stats stats;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats = stats_;
-  }
-  stats.wakes_made = wakes_->made();
-  return stats;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
 }
 
 }  // namespace hotring::io

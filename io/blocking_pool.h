@@ -1,12 +1,13 @@
 // BlockingPool: runs blocking calls that have no io_uring opcode (finit_module; later sysfs
 // walks and resyncs) on a small, bounded set of threads, so the reactor thread never blocks.
 // `co_await pool.Run(reactor, fn)` queues `fn`, and a worker thread runs it; the worker then
-// pokes the job's eventfd, whose read the awaiting task has in flight on the ring, so the task
-// is resumed by the reactor loop like any other completion.
+// posts the job to the reactor's RemoteInbox (one eventfd per reactor, written only when the
+// reactor has not been woken already), so the task is resumed by the reactor loop with the
+// other completions.
 //
-// Dropping the awaiting task is safe: its eventfd read is cancelled, a job that has not started
-// is skipped, a running one finishes on its thread and its result is discarded. The job and its
-// eventfd are shared by the task and the worker, so whichever lets go last frees them. `fn` must
+// Dropping the awaiting task is safe: it stops waiting at once, a job that has not started is
+// skipped, a running one finishes on its thread and its result is discarded. The job is shared
+// by the task, the worker and the inbox, so whichever lets go last frees it. `fn` must
 // therefore own what it uses (capture by value): it may outlive the task that queued it.
 #ifndef HOTRING_IO_BLOCKING_POOL_H_
 #define HOTRING_IO_BLOCKING_POOL_H_
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,7 +32,7 @@
 #include "absl/status/statusor.h"
 #include "core/task.h"
 #include "io/reactor.h"
-#include "io/thread_wake.h"
+#include "io/remote_inbox.h"
 
 namespace hotring::io {
 
@@ -56,40 +58,15 @@ struct RunResult<absl::StatusOr<T>> {
   using Type = absl::StatusOr<T>;
 };
 
-// The eventfds of finished jobs, lent to the next ones: making and closing one per job is two
-// system calls and a file's life per event. Shared by a pool and its tasks (a task may outlive
-// its pool). A task gives its job's eventfd back only once it has read the job's one write, so
-// an eventfd taken from here holds no count and has no read in flight. Thread-safe.
-class WakeCache {
+// One job, shared by the awaiting task, the worker thread and (once finished) the reactor's
+// inbox. The worker writes the result, then posts the job to the inbox of the reactor its task
+// awaits on (RemoteInbox::Post publishes done() with release order); the task reads the result
+// only after done() (the inbox is the wake-up, not the synchronisation).
+class JobBase : public RemoteItem {
  public:
-  explicit WakeCache(size_t keep) : keep_(keep) {}
-  WakeCache(const WakeCache&) = delete;
-  WakeCache& operator=(const WakeCache&) = delete;
-
-  // A kept eventfd, or a new one.
-  absl::StatusOr<std::shared_ptr<const ThreadWake>> Take();
-  // Keeps `wake` for a later job (up to `keep`; beyond, it is closed when its last user lets go).
-  void Give(std::shared_ptr<const ThreadWake> wake);
-  // Eventfds made so far.
-  [[nodiscard]] uint64_t made() const;
-
- private:
-  const size_t keep_;
-  mutable std::mutex mutex_;
-  std::vector<std::shared_ptr<const ThreadWake>> free_;
-  uint64_t made_ = 0;
-};
-
-// One job, shared by the awaiting task and the worker thread. Shares the job's eventfd with the
-// pool's WakeCache (the worker only writes it, the task only reads it, neither changes it). The
-// worker writes the result, then publishes it with a release store of `done`; the task reads it
-// only after an acquire load saw `done` (the eventfd is the wake-up, not the synchronisation).
-class JobBase {
- public:
-  explicit JobBase(std::shared_ptr<const ThreadWake> wake) : wake_(std::move(wake)) {}
+  explicit JobBase(std::shared_ptr<RemoteInbox> inbox) : inbox_(std::move(inbox)) {}
   JobBase(const JobBase&) = delete;
   JobBase& operator=(const JobBase&) = delete;
-  virtual ~JobBase() = default;
 
   // On a worker thread: runs the function and stores its result.
   virtual void Execute() = 0;
@@ -97,21 +74,20 @@ class JobBase {
   // stores `status` as the result.
   virtual void Fail(absl::Status status) = 0;
 
-  // Publishes the result and wakes the task.
-  void Complete() {
-    done_.store(true, std::memory_order_release);
-    wake_->Notify();
+  // Publishes the result and hands the job to its reactor (whose last reference it may be).
+  static void Complete(std::shared_ptr<JobBase> job) {
+    const std::shared_ptr<RemoteInbox> inbox = job->inbox_;
+    inbox->Post(std::move(job));
   }
-  [[nodiscard]] bool done() const { return done_.load(std::memory_order_acquire); }
-  // The task is gone: nobody will read the result.
-  void Abandon() { abandoned_.store(true, std::memory_order_relaxed); }
+  // Reactor thread: the task is gone: nobody will read the result, nothing is to be resumed.
+  void Abandon() {
+    set_waiter(nullptr);
+    abandoned_.store(true, std::memory_order_relaxed);
+  }
   [[nodiscard]] bool abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
-  [[nodiscard]] const ThreadWake& wake() const { return *wake_; }
-  [[nodiscard]] const std::shared_ptr<const ThreadWake>& shared_wake() const { return wake_; }
 
  private:
-  const std::shared_ptr<const ThreadWake> wake_;
-  std::atomic<bool> done_{false};
+  const std::shared_ptr<RemoteInbox> inbox_;
   std::atomic<bool> abandoned_{false};
 };
 
@@ -121,7 +97,7 @@ class Job final : public JobBase {
   using Value = std::invoke_result_t<Fn&>;
   using Result = typename RunResult<Value>::Type;
 
-  Job(Fn fn, std::shared_ptr<const ThreadWake> wake) : JobBase(std::move(wake)), fn_(std::move(fn)) {}
+  Job(Fn fn, std::shared_ptr<RemoteInbox> inbox) : JobBase(std::move(inbox)), fn_(std::move(fn)) {}
 
   void Execute() override {
     if constexpr (std::is_void_v<Value>) {
@@ -157,6 +133,18 @@ class AbandonOnDrop {
   JobBase* job_;
 };
 
+// Suspends until the reactor takes the finished job from its inbox (not at all if it is done).
+class AwaitJob {
+ public:
+  explicit AwaitJob(JobBase* job) : job_(job) {}
+  bool await_ready() const noexcept { return job_->done(); }
+  void await_suspend(std::coroutine_handle<> h) noexcept { job_->set_waiter(h); }
+  void await_resume() const noexcept {}
+
+ private:
+  JobBase* job_;
+};
+
 }  // namespace blocking_internal
 
 // Where a job joins the queue of jobs waiting for a thread.
@@ -187,7 +175,6 @@ class BlockingPool {
     uint64_t completed = 0;    // jobs run to the end
     uint64_t skipped = 0;      // jobs dropped by their task before they started
     uint64_t refused = 0;      // Run() calls refused (queue full, shut down, no thread)
-    uint64_t wakes_made = 0;   // eventfds made for jobs (a finished job's goes to the next)
   };
 
   explicit BlockingPool(Options options);
@@ -227,7 +214,6 @@ class BlockingPool {
   std::shared_ptr<blocking_internal::JobBase> WaitForJob();
 
   const Options options_;
-  const std::shared_ptr<blocking_internal::WakeCache> wakes_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<blocking_internal::JobBase>> queue_;
@@ -241,25 +227,15 @@ class BlockingPool {
 template <typename Fn>
 Task<typename blocking_internal::Job<Fn>::Result> BlockingPool::Run(Reactor& reactor, Fn fn,
                                                                     JobOrder order) {
-  const std::shared_ptr<blocking_internal::WakeCache> wakes = wakes_;
-  absl::StatusOr<std::shared_ptr<const ThreadWake>> wake = wakes->Take();
-  if (!wake.ok()) co_return wake.status();
-  auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), *wake);
-  if (absl::Status queued = Enqueue(job, order); !queued.ok()) {
-    wakes->Give(*std::move(wake));  // never written
-    co_return queued;
-  }
+  absl::StatusOr<std::shared_ptr<RemoteInbox>> inbox = reactor.remote_inbox();
+  if (!inbox.ok()) co_return inbox.status();
+  auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), *std::move(inbox));
+  if (absl::Status queued = Enqueue(job, order); !queued.ok()) co_return queued;
+  // Counted once queued: the job reaches the inbox exactly once from here (run or failed).
+  reactor.ExpectRemote();
   const blocking_internal::AbandonOnDrop guard(job.get());
   // Nothing below touches the pool: it may be shut down and destroyed while we wait.
-  bool read_the_write = false;
-  while (!job->done()) {
-    absl::StatusOr<uint64_t> woken = co_await job->wake().Wait(reactor);
-    if (!woken.ok()) co_return woken.status();
-    // The job writes its eventfd once: a read that returned took that write.
-    read_the_write = true;
-  }
-  // A job that was done before we waited may not have written yet: its eventfd goes with it.
-  if (read_the_write) wakes->Give(job->shared_wake());
+  co_await blocking_internal::AwaitJob(job.get());
   co_return job->TakeResult();
 }
 

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "io/ops.h"
 #include "io/reactor.h"
+#include "io/remote_inbox.h"
 
 namespace hotring::io {
 namespace {
@@ -265,14 +266,18 @@ TEST(BlockingPoolTest, DroppingTheTaskOfARunningJobLetsItFinishAndDiscardsTheRes
     ASSERT_TRUE(reactor->RunOnce(false).ok());
     EXPECT_FALSE(task.done());
   }  // dropped while the job runs
-  Drain(*reactor);  // the eventfd read was cancelled
+  Drain(*reactor);
   EXPECT_FALSE(finished.load());
   gate.Open();
   pool.Shutdown();  // joins: the job has finished
   EXPECT_TRUE(finished.load()) << "the job must finish on its thread";
   EXPECT_EQ(pool.stats().completed, 1u);
-  // Whatever it captured and returned was destroyed, exactly once (moves leave empty husks).
+  // What it captured went on its thread; its result goes when the reactor takes the job back
+  // from the inbox. Each exactly once (moves leave empty husks).
   EXPECT_EQ(captured_gone->load(), 1);
+  EXPECT_EQ(reactor->remote_expected(), 1u);
+  ASSERT_TRUE(reactor->RunOnce(true).ok());
+  EXPECT_EQ(reactor->remote_expected(), 0u);
   EXPECT_EQ(result_gone->load(), 1);
 }
 
@@ -363,34 +368,89 @@ TEST(BlockingPoolTest, ATaskThatOutlivesItsPoolIsWokenWithCancelled) {
   EXPECT_EQ(result.code(), absl::StatusCode::kCancelled) << result;
 }
 
-TEST(BlockingPoolTest, AFinishedJobLendsItsEventfdToTheNext) {
-  std::unique_ptr<Reactor> reactor = MakeReactor();
-  BlockingPool pool({.max_threads = 1});
-  // Each job waits for its task to wait for it: the task reads the job's write.
-  auto run_one = [&](Gate& gate, bool drop) {
-    Task<absl::Status> task = pool.Run(*reactor, [&gate] { gate.Enter(); });
-    task.Start();
-    ASSERT_TRUE(gate.WaitInside(1));
-    ASSERT_TRUE(reactor->RunOnce(false).ok());
-    if (drop) task.Reset();
-    gate.Open();
-    if (!drop) {
-      EXPECT_TRUE(Finish(*reactor, task).ok());
-    }
-  };
-  Gate gates[5];
-  for (int i = 0; i < 3; ++i) run_one(gates[i], false);
-  EXPECT_EQ(pool.stats().wakes_made, 1u);
-  // A task dropped while it waits keeps its eventfd from the next jobs: its cancelled read
-  // could still take their writes.
-  run_one(gates[3], true);
-  Drain(*reactor);
-  for (int i = 0; i < 2000 && pool.stats().completed < 4; ++i) {
+// Waits (20 s at most) until `n` finished jobs wait in the reactor's inbox.
+bool WaitPosted(Reactor& reactor, size_t n) {
+  absl::StatusOr<std::shared_ptr<RemoteInbox>> inbox = reactor.remote_inbox();
+  if (!inbox.ok()) return false;
+  for (int i = 0; i < 2000 && (*inbox)->waiting() < n; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  run_one(gates[4], false);
-  EXPECT_EQ(pool.stats().wakes_made, 2u);
-  EXPECT_EQ(pool.stats().completed, 5u);
+  return (*inbox)->waiting() >= n;
+}
+
+TEST(BlockingPoolTest, JobsFinishedWhileTheReactorLooksElsewhereWakeItOnce) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 4});
+  std::vector<Task<absl::StatusOr<int>>> tasks;
+  for (int i = 0; i < 4; ++i) {
+    tasks.push_back(pool.Run(*reactor, [i] { return i * 10; }));
+    tasks.back().Start();
+  }
+  // The reactor does not look until all four are done: one eventfd write between them.
+  ASSERT_TRUE(WaitPosted(*reactor, 4));
+  const std::shared_ptr<RemoteInbox> inbox = *reactor->remote_inbox();
+  EXPECT_EQ(inbox->wakes(), 1u);
+  EXPECT_EQ(reactor->remote_expected(), 4u);
+  ASSERT_TRUE(reactor->RunOnce(true).ok());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(tasks[i].done()) << "job " << i << " was taken in the same round";
+    const absl::StatusOr<int> value = tasks[i].TakeResult();
+    ASSERT_TRUE(value.ok()) << value.status();
+    EXPECT_EQ(*value, i * 10);
+  }
+  EXPECT_EQ(reactor->remote_expected(), 0u);
+  // Once the reactor has looked, the next job wakes it again.
+  const absl::StatusOr<int> next = reactor->BlockOn(pool.Run(*reactor, [] { return 7; }));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, 7);
+  EXPECT_EQ(inbox->wakes(), 2u);
+}
+
+TEST(BlockingPoolTest, ATaskDroppedAfterItsJobFinishedIsNotResumed) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 2});
+  auto result_gone = std::make_shared<std::atomic<int>>(0);
+  Task<absl::Status> kept = pool.Run(*reactor, [] {});
+  kept.Start();
+  Gate gate;
+  {
+    // The job waits until its task waits for it (Start returns once the task is suspended).
+    Task<absl::StatusOr<Tracked>> dropped = pool.Run(*reactor, [&gate, result_gone] {
+      gate.Enter();
+      return Tracked(result_gone);
+    });
+    dropped.Start();
+    ASSERT_TRUE(gate.WaitInside(1));
+    EXPECT_FALSE(dropped.done());
+    gate.Open();
+    ASSERT_TRUE(WaitPosted(*reactor, 2));
+  }  // dropped with its finished job still in the inbox
+  EXPECT_EQ(result_gone->load(), 0) << "the inbox still holds the job and its result";
+  for (int i = 0; i < 1000 && reactor->remote_expected() > 0; ++i) {
+    ASSERT_TRUE(reactor->RunOnce(true).ok());
+  }
+  EXPECT_EQ(reactor->remote_expected(), 0u);
+  ASSERT_TRUE(kept.done());
+  EXPECT_TRUE(kept.TakeResult().ok());
+  EXPECT_EQ(result_gone->load(), 1) << "taken from the inbox and freed, never resumed";
+}
+
+TEST(BlockingPoolTest, AJobThatFinishesAfterItsReactorIsGoneIsDropped) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  BlockingPool pool({.max_threads = 1});
+  Gate gate;
+  auto captured_gone = std::make_shared<std::atomic<int>>(0);
+  {
+    Task<absl::Status> task =
+        pool.Run(*reactor, [&gate, keep = Tracked(captured_gone)] { gate.Enter(); });
+    task.Start();
+    ASSERT_TRUE(gate.WaitInside(1));
+  }
+  reactor.reset();  // the inbox is closed; the job still holds it
+  gate.Open();
+  pool.Shutdown();  // the job posts to the closed inbox, which drops it
+  EXPECT_EQ(pool.stats().completed, 1u);
+  EXPECT_EQ(captured_gone->load(), 1);
 }
 
 TEST(BlockingPoolTest, AFullQueueRefusesWork) {

@@ -34,6 +34,8 @@ constexpr unsigned kBatchCompletions = 32;
 
 // user_data of QueueUntracked SQEs. An OpId never has it: generations skip all-ones.
 constexpr uint64_t kUntrackedUserData = ~uint64_t{0};
+// The remote inbox's eventfd read: generation 0xffffffff is never used, so no OpId makes it.
+constexpr uint64_t kInboxUserData = ~uint64_t{0} - 1;
 
 // /proc/meminfo, or nullopt if it cannot be read (no /proc yet, early in an initramfs).
 std::optional<std::string> ReadMeminfo() {
@@ -212,6 +214,17 @@ absl::Status Reactor::Init(const Options& options) {
 
 Reactor::~Reactor() {
   if (!ring_ready_) return;
+  if (inbox_ != nullptr) {
+    // Posts from now on are dropped; the items still held go with their last owner.
+    inbox_->Close();
+    remote_taken_.clear();
+    remote_resuming_.clear();
+    if (inbox_armed_) {
+      io_uring_sqe* sqe = GetSqe();
+      io_uring_prep_cancel64(sqe, kInboxUserData, 0);
+      io_uring_sqe_set_data64(sqe, 0);
+    }
+  }
   for (uint32_t i = 1; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
     if (slot.op == nullptr) continue;
@@ -223,17 +236,20 @@ Reactor::~Reactor() {
   }
   // Wait for the kernel to release every operation's storage; bounded so a wedged kernel
   // request cannot hang shutdown forever.
-  for (int round = 0; in_flight_ > 0 && round < 1000; ++round) {
+  for (int round = 0; (in_flight_ > 0 || inbox_armed_) && round < 1000; ++round) {
     __kernel_timespec ts{.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
     io_uring_cqe* cqe = nullptr;
     (void)io_uring_submit(&ring_);
     (void)io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
     Reap();
   }
-  if (in_flight_ > 0) {
+  if (in_flight_ > 0 || inbox_armed_) {
     LogError("reactor: %d operations still in flight at shutdown; leaking their storage",
-             in_flight_);
+             in_flight_ + (inbox_armed_ ? 1 : 0));
     for (Slot& slot : slots_) (void)slot.op.release();
+    // The inbox read's buffer is the inbox's: a late write into it must land in memory that
+    // stays.
+    if (inbox_armed_) (void)new std::shared_ptr<RemoteInbox>(std::move(inbox_));
   }
   io_uring_queue_exit(&ring_);
 }
@@ -381,6 +397,38 @@ bool Reactor::QueueMadvise(void* addr, size_t length, int advice) {
   return true;
 }
 
+absl::StatusOr<std::shared_ptr<RemoteInbox>> Reactor::remote_inbox() {
+  if (inbox_ == nullptr) {
+    absl::StatusOr<std::shared_ptr<RemoteInbox>> made = RemoteInbox::Create();
+    if (!made.ok()) return made.status();
+    inbox_ = *std::move(made);
+    ArmInbox();
+  }
+  return inbox_;
+}
+
+void Reactor::ArmInbox() {
+  io_uring_sqe* sqe = GetSqe();
+  io_uring_prep_read(sqe, inbox_->fd(), inbox_->read_buffer(), sizeof(uint64_t), 0);
+  io_uring_sqe_set_data64(sqe, kInboxUserData);
+  inbox_armed_ = true;
+}
+
+void Reactor::TakeRemote() {
+  inbox_fired_ = false;
+  // Re-armed before taking: a post after TakeAll writes the eventfd, which this read sees.
+  ArmInbox();
+  remote_taken_.clear();
+  inbox_->TakeAll(remote_taken_);
+  remote_taken_count_ += remote_taken_.size();
+  for (std::shared_ptr<RemoteItem>& item : remote_taken_) {
+    if (remote_expected_ > 0) --remote_expected_;
+    if (item->waiter_) remote_resuming_.push_back(std::move(item));
+  }
+  // The items nobody waits for any more are freed here (their tasks were dropped).
+  remote_taken_.clear();
+}
+
 size_t Reactor::Reap() {
   size_t reaped = 0;
   if (io_uring_cq_has_overflow(&ring_)) ++cq_overflows_;
@@ -402,6 +450,17 @@ size_t Reactor::Reap() {
 
 void Reactor::Dispatch(uint64_t user_data, int32_t result, uint32_t flags) {
   if (user_data == 0) return;  // cancel and link-timeout CQEs
+  if (user_data == kInboxUserData) {
+    inbox_armed_ = false;
+    if (result < 0 && result != -ECANCELED) {
+      LogWarning("reactor: remote inbox read failed: %s", strerror(-result));
+    }
+    // Taken and re-armed once the round's completions are in (RunOnce), not while reaping.
+    // Like the per-job reads it replaces, it is no producer's burst: no batching wait next.
+    inbox_fired_ = true;
+    round_unbatchable_ = true;
+    return;
+  }
   if (user_data == kUntrackedUserData) {
     // Our own bookkeeping (PROVIDE_BUFFERS recycling a buffer after each datagram): no sign of
     // a producer's burst, so it does not count towards batching the next wait.
@@ -439,7 +498,7 @@ void Reactor::Dispatch(uint64_t user_data, int32_t result, uint32_t flags) {
 
 size_t Reactor::ResumeReady() {
   size_t resumed = 0;
-  while (!ready_.empty()) {
+  while (!ready_.empty() || !remote_resuming_.empty()) {
     resuming_.swap(ready_);
     for (const OpId id : resuming_) {
       Operation* const op = Lookup(id);
@@ -452,6 +511,19 @@ size_t Reactor::ResumeReady() {
       ++resumed;
     }
     resuming_.clear();
+    // Remote items: held here until resumed; a waiter dropped by an earlier resumption in
+    // this batch has cleared itself.
+    std::vector<std::shared_ptr<RemoteItem>> items;
+    items.swap(remote_resuming_);
+    for (const std::shared_ptr<RemoteItem>& item : items) {
+      const std::coroutine_handle<> waiter = std::exchange(item->waiter_, nullptr);
+      if (!waiter) continue;
+      waiter.resume();
+      ++resumed;
+    }
+    items.clear();
+    // Keep the larger buffer for the next batch.
+    if (remote_resuming_.empty()) remote_resuming_.swap(items);
   }
   return resumed;
 }
@@ -488,8 +560,10 @@ absl::Status Reactor::WaitForBatch() {
 }
 
 absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
-  const unsigned wait_for =
-      (block && ready_.empty() && !HasReadyNotifications() && in_flight_ > 0) ? 1 : 0;
+  const unsigned wait_for = (block && ready_.empty() && !HasReadyNotifications() && !inbox_fired_ &&
+                             (in_flight_ > 0 || remote_expected_ > 0))
+                                ? 1
+                                : 0;
   if (wait_for > 0 && busy_ && batching_) {
     const absl::Status status = WaitForBatch();
     if (!status.ok()) return status;
@@ -507,6 +581,7 @@ absl::StatusOr<size_t> Reactor::RunOnce(bool block) {
   round_unbatchable_ = false;
   round_untracked_ = 0;
   const size_t reaped = Reap() - round_untracked_;
+  if (inbox_fired_) TakeRemote();
   // A round that could have waited decides the next wait; one that ran ready work without
   // waiting only upgrades it. A round of nothing but our own bookkeeping (failed
   // QueueUntracked SQEs; on a kernel without IOSQE_CQE_SKIP_SUCCESS every one of them, which
@@ -531,7 +606,8 @@ absl::Status Reactor::DriveUntilDone(std::coroutine_handle<> handle) {
   if (!handle) return absl::InvalidArgumentError("BlockOn: empty task");
   handle.resume();
   while (!handle.done()) {
-    if (ready_.empty() && in_flight_ == 0 && unsubmitted_ == 0 && !HasReadyNotifications()) {
+    if (ready_.empty() && in_flight_ == 0 && unsubmitted_ == 0 && !HasReadyNotifications() &&
+        remote_expected_ == 0 && remote_resuming_.empty()) {
       return absl::FailedPreconditionError(
           "BlockOn: the task is suspended but no operation is in flight to wake it");
     }

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/task.h"
+#include "io/remote_inbox.h"
 
 namespace hotring::io {
 
@@ -180,6 +181,20 @@ class Reactor {
   // Submits what is queued now.
   absl::Status Flush() { return SubmitPending(0); }
 
+  // The inbox through which other threads hand finished work (RemoteItems) back to this
+  // reactor, made on first use, with its eventfd read kept in flight on the ring (not counted
+  // in in_flight()). The reactor takes what was posted after each wait and resumes the items'
+  // waiters with the other completions. Call ExpectRemote for each item a task will wait for
+  // (before handing it to the other thread, or not at all if that fails): a loop with such an
+  // item outstanding and nothing else in flight waits for it rather than giving up.
+  absl::StatusOr<std::shared_ptr<RemoteInbox>> remote_inbox();
+  void ExpectRemote() { ++remote_expected_; }
+  // Items expected and not yet taken from the inbox.
+  [[nodiscard]] size_t remote_expected() const { return remote_expected_; }
+  // Items taken from the inbox, and the eventfd writes that woke the reactor for them.
+  [[nodiscard]] uint64_t remote_taken() const { return remote_taken_count_; }
+  [[nodiscard]] uint64_t remote_wakes() const { return inbox_ != nullptr ? inbox_->wakes() : 0; }
+
   // Submits queued SQEs, waits for at least one completion if `block` and work is in flight,
   // then resumes every coroutine whose operation completed. Returns how many were resumed.
   absl::StatusOr<size_t> RunOnce(bool block);
@@ -223,6 +238,9 @@ class Reactor {
   size_t Reap();
   void Dispatch(uint64_t user_data, int32_t result, uint32_t flags);
   size_t ResumeReady();
+  void ArmInbox();
+  // Takes what the inbox holds, re-arms its read, and queues the items' waiters.
+  void TakeRemote();
   void FreeSlot(uint32_t index);
   absl::Status DriveUntilDone(std::coroutine_handle<> handle);
 
@@ -249,6 +267,16 @@ class Reactor {
   bool busy_ = false;       // the last round reaped kBusyCompletions, all batchable
   bool round_unbatchable_ = false;  // this round dispatched a completion of an unbatchable op
   size_t round_untracked_ = 0;      // QueueUntracked completions this round (not counted as busy)
+  // The remote inbox (remote_inbox()), whether its eventfd read is in flight and whether it
+  // completed since the inbox was last emptied, the items expected, and the items taken whose
+  // waiters are to be resumed.
+  std::shared_ptr<RemoteInbox> inbox_;
+  bool inbox_armed_ = false;
+  bool inbox_fired_ = false;
+  size_t remote_expected_ = 0;
+  uint64_t remote_taken_count_ = 0;
+  std::vector<std::shared_ptr<RemoteItem>> remote_taken_;
+  std::vector<std::shared_ptr<RemoteItem>> remote_resuming_;
 };
 
 template <typename T>

@@ -406,7 +406,7 @@ std::string Report(const std::vector<Measurement>& ours, const std::vector<Measu
     out += "hotring counters (last run):";
     for (const auto& [k, v] : ours.back().status) {
       if (absl::StartsWith(k, "udevrules_")) absl::StrAppend(&out, " ", k.substr(10), "=", v);
-      if (k == "reorder_timeouts") absl::StrAppend(&out, " ", k, "=", v);
+      if (k == "reorder_timeouts" || absl::StartsWith(k, "ring_remote_")) absl::StrAppend(&out, " ", k, "=", v);
     }
     out += "\n";
   }

@@ -120,6 +120,9 @@ void Daemon::AppendStatus(std::vector<std::pair<std::string, std::string>>& fiel
   add("children_max", scheduler_.children_max());
   add("ring_cq_overflows", reactor_->cq_overflows());
   add("ring_cq_lost", reactor_->cq_lost());
+  // Jobs of the blocking pools handed back to the reactor, and the wake-ups they took.
+  add("ring_remote_taken", reactor_->remote_taken());
+  add("ring_remote_wakes", reactor_->remote_wakes());
   add("uptime_ms", absl::ToInt64Milliseconds(Since(started_at_, MonoNow())));
   std::vector<std::pair<std::string, uint64_t>> stage_counters;
   handler_->AppendCounters(stage_counters);
