@@ -121,15 +121,20 @@ class Job final : public JobBase {
   std::optional<Result> result_;
 };
 
-// Marks the job abandoned when the awaiting frame is destroyed (harmless once it is done).
+// Marks the job abandoned when the awaiting frame is destroyed (harmless once it is done), and
+// tells the reactor it no longer waits for it.
 class AbandonOnDrop {
  public:
-  explicit AbandonOnDrop(JobBase* job) : job_(job) {}
+  AbandonOnDrop(Reactor& reactor, JobBase* job) : reactor_(reactor), job_(job) {}
   AbandonOnDrop(const AbandonOnDrop&) = delete;
   AbandonOnDrop& operator=(const AbandonOnDrop&) = delete;
-  ~AbandonOnDrop() { job_->Abandon(); }
+  ~AbandonOnDrop() {
+    job_->Abandon();
+    reactor_.ForgetRemote(*job_);
+  }
 
  private:
+  Reactor& reactor_;
   JobBase* job_;
 };
 
@@ -232,8 +237,8 @@ Task<typename blocking_internal::Job<Fn>::Result> BlockingPool::Run(Reactor& rea
   auto job = std::make_shared<blocking_internal::Job<Fn>>(std::move(fn), *std::move(inbox));
   if (absl::Status queued = Enqueue(job, order); !queued.ok()) co_return queued;
   // Counted once queued: the job reaches the inbox exactly once from here (run or failed).
-  reactor.ExpectRemote();
-  const blocking_internal::AbandonOnDrop guard(job.get());
+  reactor.ExpectRemote(*job);
+  const blocking_internal::AbandonOnDrop guard(reactor, job.get());
   // Nothing below touches the pool: it may be shut down and destroyed while we wait.
   co_await blocking_internal::AwaitJob(job.get());
   co_return job->TakeResult();

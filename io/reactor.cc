@@ -286,6 +286,9 @@ absl::Status Reactor::SubmitPending(unsigned wait_for) {
       Reap();
       (void)io_uring_get_events(&ring_);
       Reap();
+      // What the reaps found may be all a waiting loop waits for (the inbox's read, which is
+      // re-armed only by RunOnce): let it run that rather than block.
+      if (wait_for > 0 && (!ready_.empty() || inbox_fired_)) return absl::OkStatus();
       if (attempt < 1000) continue;
     }
     return ErrnoStatus("io_uring_submit", -ret);
@@ -422,7 +425,7 @@ void Reactor::TakeRemote() {
   inbox_->TakeAll(remote_taken_);
   remote_taken_count_ += remote_taken_.size();
   for (std::shared_ptr<RemoteItem>& item : remote_taken_) {
-    if (remote_expected_ > 0) --remote_expected_;
+    ForgetRemote(*item);
     if (item->waiter_) remote_resuming_.push_back(std::move(item));
   }
   // The items nobody waits for any more are freed here (their tasks were dropped).

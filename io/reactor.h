@@ -185,10 +185,19 @@ class Reactor {
   // reactor, made on first use, with its eventfd read kept in flight on the ring (not counted
   // in in_flight()). The reactor takes what was posted after each wait and resumes the items'
   // waiters with the other completions. Call ExpectRemote for each item a task will wait for
-  // (before handing it to the other thread, or not at all if that fails): a loop with such an
+  // (once the other thread has it; not at all if handing it over failed): a loop with such an
   // item outstanding and nothing else in flight waits for it rather than giving up.
+  // ForgetRemote undoes that when the task stops waiting (dropped): as a cancelled operation,
+  // an item nobody waits for holds no loop.
   absl::StatusOr<std::shared_ptr<RemoteInbox>> remote_inbox();
-  void ExpectRemote() { ++remote_expected_; }
+  void ExpectRemote(RemoteItem& item) {
+    if (!item.expected_) ++remote_expected_;
+    item.expected_ = true;
+  }
+  void ForgetRemote(RemoteItem& item) {
+    if (item.expected_) --remote_expected_;
+    item.expected_ = false;
+  }
   // Items expected and not yet taken from the inbox.
   [[nodiscard]] size_t remote_expected() const { return remote_expected_; }
   // Items taken from the inbox, and the eventfd writes that woke the reactor for them.

@@ -46,6 +46,7 @@ class RemoteItem {
   friend class Reactor;
   std::atomic<bool> done_{false};
   std::coroutine_handle<> waiter_ = nullptr;
+  bool expected_ = false;  // counted in its reactor's remote_expected() (reactor thread only)
 };
 
 class RemoteInbox {
