@@ -16,15 +16,6 @@ BlockingPool::~BlockingPool() { Shutdown(); }
 
 absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> job,
                                    JobOrder order) {
-  const absl::Status queued = PushJob(std::move(job), order);
-  // After the unlock: a worker woken while the lock is still held would only block on it and
-  // be woken a second time when it is released (two wake-ups of another CPU for one job).
-  if (queued.ok()) work_.notify_one();
-  return queued;
-}
-
-absl::Status BlockingPool::PushJob(std::shared_ptr<blocking_internal::JobBase> job,
-                                         JobOrder order) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) {
     ++stats_.refused;
@@ -62,6 +53,7 @@ absl::Status BlockingPool::PushJob(std::shared_ptr<blocking_internal::JobBase> j
                  started.ToString(), threads_.size());
     }
   }
+  work_.notify_one();
   return absl::OkStatus();
 }
 

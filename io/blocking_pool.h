@@ -208,8 +208,6 @@ class BlockingPool {
  private:
   // Queues the job, starting a thread when every started one is busy and the bound allows.
   absl::Status Enqueue(std::shared_ptr<blocking_internal::JobBase> job, JobOrder order);
-  // Enqueue without the wake-up: takes and releases mutex_ (Enqueue wakes a worker after).
-  absl::Status PushJob(std::shared_ptr<blocking_internal::JobBase> job, JobOrder order);
   absl::Status StartThreadLocked();
   static void* ThreadMain(void* pool);
   void WorkerLoop();
