@@ -356,6 +356,9 @@ void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool d
     // event that passes through gets one record for its reception and release instead.
     TimelineRecord received;
     if (!passed.has_value()) received = timeline_.ReceivedRecord(now, event);
+    // Which of its rules gave a gap up on the way (a zero timeout's, or the bound's) is the
+    // reorderer's to say: its own counters tell.
+    const uint64_t timeouts_before = reorderer_.counters().timeouts;
     const PushDisposition disposition =
         passed.has_value() ? *passed : reorderer_.Push(std::move(event), now, released, missing);
     if (disposition == PushDisposition::kDuplicateOfHeld ||
@@ -376,8 +379,7 @@ void Daemon::AcceptSequenced(Event&& event, std::optional<AckTarget> ack, bool d
       if (!burst_log_.running()) burst_log_.Start(now, Burst());
       if (!passed.has_value()) timeline_.Add(std::move(received));
       if (ack.has_value()) held_acks_[seqnum].push_back(*ack);
-      if (!missing.empty() && options_.reorder_timeout <= absl::ZeroDuration()) {
-        // The reorderer gave the gap up on arrival (it waits for nothing).
+      if (reorderer_.counters().timeouts != timeouts_before) {
         ++counters_.reorder_timeouts;
         NoteMissing(missing, "reorder timeout");
       } else {
