@@ -320,8 +320,18 @@ TokenResult ExecutorState::MatchImportParent(const Token& t, int dev) {
   }
   if (!EnsureParent(0)) return ResultOf(t.op == Op::kNoMatch);
   if (!host_->DeviceProperties(parents_[0].devpath, &imported_)) return ResultOf(t.op == Op::kNoMatch);
+  bool driver_listed = false;
   for (const auto& [k, v] : imported_) {
+    if (k == "DRIVER") driver_listed = true;
     if (GlobMatch(value_, k)) SetProperty(arena_.Copy(k), arena_.Copy(v));
+  }
+  // A bound device's uevent file names its driver; the link is read (once, shared with DRIVERS==)
+  // only where the file does not and the pattern takes DRIVER: most imports ("ID_SEAT", "ID_*")
+  // never do, and a readlink that fails is most of what an unbound parent costs.
+  if (!driver_listed && GlobMatch(value_, "DRIVER")) {
+    if (std::optional<absl::string_view> driver = DriverOf(0); driver.has_value()) {
+      SetProperty("DRIVER", *driver);
+    }
   }
   return ResultOf(t.op == Op::kMatch);
 }

@@ -100,8 +100,8 @@ class RuleHost {
   // remove events its properties, tags and links. False when it has none.
   virtual bool ReadDatabase(absl::string_view devpath, DatabaseEntry* out) = 0;
   // Another device's properties as libudev would list them (its uevent file, DEVPATH,
-  // SUBSYSTEM, DRIVER, and its database entry), replacing *out: IMPORT{parent}. False when not
-  // a device.
+  // SUBSYSTEM, and its database entry), replacing *out: IMPORT{parent}, which adds DRIVER from
+  // the driver link itself when the uevent file has none (Driver()). False when not a device.
   virtual bool DeviceProperties(absl::string_view devpath, OwnedProperties* out) = 0;
   // Another device's tags (from its database entry): TAGS==. Empty when none.
   virtual void DeviceTags(absl::string_view devpath, std::vector<std::string>* out) = 0;

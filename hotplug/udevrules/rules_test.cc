@@ -47,6 +47,8 @@ class MemoryHost final : public RuleHost {
   Table subsystems;
   Table drivers;
   Table parents;
+  std::map<std::string, OwnedProperties, std::less<>> properties;  // IMPORT{parent}
+  int driver_reads = 0;
 
   bool ReadAttribute(absl::string_view devpath, absl::string_view name, std::string* out) override {
     auto d = attributes.find(devpath);
@@ -57,7 +59,10 @@ class MemoryHost final : public RuleHost {
     return true;
   }
   bool Subsystem(absl::string_view devpath, std::string* out) override { return Find(subsystems, devpath, out); }
-  bool Driver(absl::string_view devpath, std::string* out) override { return Find(drivers, devpath, out); }
+  bool Driver(absl::string_view devpath, std::string* out) override {
+    ++driver_reads;
+    return Find(drivers, devpath, out);
+  }
   bool Parent(absl::string_view devpath, std::string* out) override { return Find(parents, devpath, out); }
   bool FindDevice(absl::string_view, absl::string_view, std::string*) override { return false; }
   std::optional<uint32_t> FileMode(absl::string_view) override { return std::nullopt; }
@@ -75,7 +80,12 @@ class MemoryHost final : public RuleHost {
     return absl::UnavailableError("no builtins here");
   }
   bool ReadDatabase(absl::string_view, DatabaseEntry*) override { return false; }
-  bool DeviceProperties(absl::string_view, OwnedProperties*) override { return false; }
+  bool DeviceProperties(absl::string_view devpath, OwnedProperties* out) override {
+    auto it = properties.find(devpath);
+    if (it == properties.end()) return false;
+    *out = it->second;
+    return true;
+  }
   void DeviceTags(absl::string_view, std::vector<std::string>* out) override { out->clear(); }
   absl::string_view KernelCommandLine() override { return ""; }
   absl::string_view Constant(absl::string_view) override { return "none"; }
@@ -323,6 +333,41 @@ TEST(ExecutorTest, ReportsPermissionsRemovedPropertiesAndRefusedLinks) {
   EXPECT_EQ(p.uid, 0u);
   EXPECT_EQ(p.gid, 0u);
   EXPECT_EQ(p.mode, 0600u);
+}
+
+TEST(ExecutorTest, ImportParentReadsTheDriverLinkOnlyForAPatternThatTakesDriver) {
+  std::unique_ptr<CompiledRules> rules = Compile(
+      "IMPORT{parent}=\"ID_SEAT\"\n"
+      "IMPORT{parent}=\"ID_*\"\n"
+      "ENV{STEP}=\"1\"\n"
+      "ENV{STEP}==\"1\", IMPORT{parent}=\"DRIV*\"\n");
+  MemoryHost host;
+  const std::string child = "/devices/platform/serial8250/tty/ttyS0";
+  const std::string parent = "/devices/platform/serial8250";
+  host.parents[child] = parent;
+  host.drivers[parent] = "serial8250";
+  // The uevent file of a bound parent names no driver (a recorded tree can say so): the link does.
+  host.properties[parent] = {{"DEVPATH", parent}, {"SUBSYSTEM", "platform"}, {"ID_SEAT", "seat1"}};
+  const PropertyView env[] = {{"SUBSYSTEM", "tty"}, {"DEVPATH", child}};
+  Executor executor;
+  Outcome outcome;
+  executor.Run(*rules, {.action = "add", .devpath = child, .properties = env}, host, {}, &outcome);
+  EXPECT_EQ(outcome.Property("ID_SEAT"), "seat1");
+  EXPECT_EQ(outcome.Property("DRIVER"), "serial8250");
+  EXPECT_EQ(host.driver_reads, 1);
+
+  // Without a pattern that takes DRIVER, the link is never read; with the uevent file's DRIVER,
+  // that one is imported and the link is not read either.
+  std::unique_ptr<CompiledRules> seat_only = Compile("IMPORT{parent}=\"ID_SEAT\"\nIMPORT{parent}=\"ID_*\"\n");
+  host.driver_reads = 0;
+  executor.Run(*seat_only, {.action = "add", .devpath = child, .properties = env}, host, {}, &outcome);
+  EXPECT_EQ(outcome.Property("ID_SEAT"), "seat1");
+  EXPECT_EQ(outcome.Property("DRIVER"), std::nullopt);
+  EXPECT_EQ(host.driver_reads, 0);
+  host.properties[parent].emplace_back("DRIVER", "from-uevent");
+  executor.Run(*rules, {.action = "add", .devpath = child, .properties = env}, host, {}, &outcome);
+  EXPECT_EQ(outcome.Property("DRIVER"), "from-uevent");
+  EXPECT_EQ(host.driver_reads, 0);
 }
 
 }  // namespace

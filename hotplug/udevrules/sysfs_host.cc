@@ -173,7 +173,6 @@ bool SysfsHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out
   out->emplace_back("DEVPATH", std::string(devpath));
   std::string value;
   if (Subsystem(devpath, &value)) out->emplace_back("SUBSYSTEM", value);
-  bool have_driver = false;
   {
     for (absl::string_view line : absl::StrSplit(uevent, '\n', absl::SkipEmpty())) {
       const size_t eq = line.find('=');
@@ -181,11 +180,9 @@ bool SysfsHost::DeviceProperties(absl::string_view devpath, OwnedProperties* out
       const absl::string_view key = line.substr(0, eq);
       std::string v(line.substr(eq + 1));
       if (key == "DEVNAME" && !v.empty() && v[0] != '/') v = absl::StrCat("/dev/", v);
-      if (key == "DRIVER") have_driver = true;
       out->emplace_back(std::string(key), std::move(v));
     }
   }
-  if (!have_driver && Driver(devpath, &value)) out->emplace_back("DRIVER", value);
   DatabaseProperties(devpath, out);
   return true;
 }

@@ -36,8 +36,8 @@ class SysfsHost : public RuleHost {
   absl::Status ReadFile(absl::string_view path, size_t max_size, std::string* out) override;
   bool ReadSysctl(absl::string_view name, std::string* out) override;
   absl::Status WriteSysctl(absl::string_view name, absl::string_view value) override;
-  // The uevent file's variables, DEVPATH, SUBSYSTEM and DRIVER (from the links), then the
-  // properties DatabaseProperties adds.
+  // The uevent file's variables, DEVPATH and SUBSYSTEM (from its link), then the properties
+  // DatabaseProperties adds. Not the driver link: the caller reads it where it wants DRIVER.
   bool DeviceProperties(absl::string_view devpath, OwnedProperties* out) override;
 
   // udev's device id of the device at `devpath` (its database file's name); "" when none.
