@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@ namespace hotring::hotplug::udev {
 namespace {
 
 constexpr size_t kMaxAttribute = 65536;
+// statfs's f_type of sysfs (linux/magic.h).
+constexpr decltype(statfs::f_type) kSysfsMagic = 0x62656572;
 // One read asks for at most a page (x86's; a larger page only returns more).
 constexpr size_t kReadSize = 4096;
 
@@ -32,6 +35,11 @@ bool SafeComponentPath(absl::string_view path) {
 
 }  // namespace
 
+DirSysfsView::DirSysfsView(std::string root) : root_(std::move(root)) {
+  struct statfs fs;
+  sysfs_ = ::statfs(root_.empty() ? "/" : root_.c_str(), &fs) == 0 && fs.f_type == kSysfsMagic;
+}
+
 std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
                                                    absl::string_view name) const {
   if (!SafeComponentPath(devpath) || !SafeComponentPath(name)) return std::nullopt;
@@ -39,8 +47,9 @@ std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) return std::nullopt;
   // Only a regular file is an attribute. A directory fails its read (EISDIR), and sysfs holds
-  // nothing else but symlinks, so the type is asked only of what reads as empty (a FIFO in a
-  // test's tree): one system call less for every attribute read.
+  // nothing else but symlinks, so the type is asked only of what reads as empty in a tree that
+  // is not sysfs (a FIFO in a test's tree): one system call less for every attribute read, and
+  // for an empty one on sysfs (the uevent file of /devices/system/memory and other bus roots).
   std::string out(kReadSize, '\0');
   size_t got = 0;
   while (got < kMaxAttribute) {
@@ -56,7 +65,7 @@ std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
     // that would return 0, one per attribute.
     if (static_cast<size_t>(n) < want) break;
   }
-  if (got == 0) {
+  if (got == 0 && !sysfs_) {
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   }

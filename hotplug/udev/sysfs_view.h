@@ -38,7 +38,7 @@ class SysfsView {
 // only its root path; every call opens, reads and closes.
 class DirSysfsView final : public SysfsView {
  public:
-  explicit DirSysfsView(std::string root) : root_(std::move(root)) {}
+  explicit DirSysfsView(std::string root);
   [[nodiscard]] std::optional<std::string> Attribute(absl::string_view devpath,
                                                      absl::string_view name) const override;
   [[nodiscard]] std::optional<std::string> LinkName(absl::string_view devpath,
@@ -48,6 +48,9 @@ class DirSysfsView final : public SysfsView {
 
  private:
   std::string root_;
+  // The root is a sysfs mount: what opens and reads as empty is an empty attribute, never a
+  // FIFO or a device (a recorded tree may hold those), so its type is not asked.
+  bool sysfs_ = false;
 };
 
 // What sysfs says of a directory that does not change while a device is there: whether it is a

@@ -48,6 +48,16 @@ TEST(DirSysfsViewTest, ReadsAttributesOfEverySizeWhole) {
   EXPECT_EQ(view.Attribute(dev, "pipe"), std::nullopt);
 }
 
+TEST(DirSysfsViewTest, OnSysfsAnEmptyAttributeIsEmptyAndADirectoryNone) {
+  // Read without asking the file's type: sysfs holds no FIFO. The cpu bus's root device has an
+  // empty uevent file on every kernel with CPU devices.
+  const DirSysfsView view("/sys");
+  if (!view.IsDevice("/devices/system/cpu")) GTEST_SKIP() << "no /sys/devices/system/cpu here";
+  EXPECT_THAT(view.Attribute("/devices/system/cpu", "uevent"), Optional(std::string()));
+  EXPECT_EQ(view.Attribute("/devices/system", "cpu"), std::nullopt);
+  EXPECT_EQ(view.Attribute("/devices/system/cpu", "missing"), std::nullopt);
+}
+
 // Answers from a map and counts what it was asked.
 class CountingView final : public SysfsView {
  public:
