@@ -34,26 +34,44 @@ absl::Status BlockingPool::Enqueue(std::shared_ptr<blocking_internal::JobBase> j
     queue_.push_back(std::move(job));
   }
   stats_.queued = queue_.size();
-  // An idle thread that was already notified has not taken its job yet: compare the queue
-  // with the idle threads, not idle_ with zero.
-  if (queue_.size() > idle_ && threads_.size() < std::max<size_t>(options_.max_threads, 1)) {
-    if (absl::Status started = StartThreadLocked(); !started.ok()) {
-      if (threads_.empty()) {
-        // No thread took anything meanwhile (there is none): the job is where it was put.
-        const auto it = std::find_if(queue_.begin(), queue_.end(),
-                                     [queued](const auto& j) { return j.get() == queued; });
-        if (it - queue_.begin() < static_cast<std::ptrdiff_t>(first_queued_)) --first_queued_;
-        queue_.erase(it);
-        stats_.queued = queue_.size();
-        ++stats_.refused;
-        return started;
-      }
-      // The threads we have will get to it.
-      LogWarning("blocking pool %s: %s; continuing with %d threads", options_.name,
-                 started.ToString(), threads_.size());
-    }
+  if (absl::Status woken = WakeForQueueLocked(); !woken.ok()) {
+    // No thread took anything meanwhile (there is none): the job is where it was put.
+    const auto it = std::find_if(queue_.begin(), queue_.end(),
+                                 [queued](const auto& j) { return j.get() == queued; });
+    if (it - queue_.begin() < static_cast<std::ptrdiff_t>(first_queued_)) --first_queued_;
+    queue_.erase(it);
+    stats_.queued = queue_.size();
+    ++stats_.refused;
+    return woken;
   }
-  work_.notify_one();
+  return absl::OkStatus();
+}
+
+absl::Status BlockingPool::WakeForQueueLocked() {
+  const size_t max_threads = std::max<size_t>(options_.max_threads, 1);
+  // Threads that will come to the queue by themselves: the busy ones when their jobs end, the
+  // told ones now.
+  const size_t coming = busy_ + notified_ + starting_;
+  if (coming >= max_threads) return absl::OkStatus();
+  if (options_.max_busy != 0 && coming >= options_.max_busy &&
+      Since(last_progress_, MonoNow()) < options_.stall) {
+    ++stats_.left_to_busy;
+    return absl::OkStatus();
+  }
+  if (idle_ > notified_) {
+    ++notified_;
+    work_.notify_one();
+    return absl::OkStatus();
+  }
+  if (threads_.size() >= max_threads) return absl::OkStatus();
+  if (absl::Status started = StartThreadLocked(); !started.ok()) {
+    if (threads_.empty()) return started;
+    // The threads we have will get to it.
+    LogWarning("blocking pool %s: %s; continuing with %d threads", options_.name,
+               started.ToString(), threads_.size());
+    return absl::OkStatus();
+  }
+  ++starting_;
   return absl::OkStatus();
 }
 
@@ -87,21 +105,33 @@ std::shared_ptr<blocking_internal::JobBase> BlockingPool::TakeLocked() {
   if (first_queued_ > 0) --first_queued_;
   stats_.queued = queue_.size();
   ++stats_.running;
+  ++busy_;
   stats_.peak_running = std::max(stats_.peak_running, stats_.running);
+  if (options_.max_busy != 0) last_progress_ = MonoNow();
   return job;
 }
 
-std::shared_ptr<blocking_internal::JobBase> BlockingPool::WaitForJob() {
+std::shared_ptr<blocking_internal::JobBase> BlockingPool::WaitForJob(bool arriving) {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (arriving && starting_ > 0) --starting_;
   ++idle_;
-  work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+  while (!stopping_ && queue_.empty()) {
+    work_.wait(lock);
+    // Told or not (a spurious wake-up), it is here: fewer are counted as coming, never more,
+    // so no job is left to a thread that is not on its way. One that finds the queue empty
+    // (a busy thread took the job) waits again, no longer counted.
+    if (notified_ > 0) --notified_;
+  }
   --idle_;
   if (queue_.empty()) return nullptr;  // stopping, and Shutdown took what was queued
   return TakeLocked();
 }
 
+thread_local BlockingPool* BlockingPool::current_ = nullptr;
+
 void BlockingPool::WorkerLoop() {
-  std::shared_ptr<blocking_internal::JobBase> job = WaitForJob();
+  current_ = this;
+  std::shared_ptr<blocking_internal::JobBase> job = WaitForJob(/*arriving=*/true);
   while (job != nullptr) {
     const bool skipped = job->abandoned();
     if (skipped) {
@@ -115,6 +145,8 @@ void BlockingPool::WorkerLoop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --stats_.running;
+      --busy_;
+      if (options_.max_busy != 0) last_progress_ = MonoNow();
       if (skipped) {
         ++stats_.skipped;
       } else {
@@ -125,7 +157,7 @@ void BlockingPool::WorkerLoop() {
     // Possibly the last reference then (the task is gone): freed by the reactor or here,
     // outside the lock.
     blocking_internal::JobBase::Complete(std::move(job));
-    job = next != nullptr ? std::move(next) : WaitForJob();
+    job = next != nullptr ? std::move(next) : WaitForJob(/*arriving=*/false);
   }
 }
 
@@ -151,9 +183,26 @@ void BlockingPool::Shutdown() {
   stats_.threads = 0;
 }
 
+BlockingPool::WaitingElsewhere::WaitingElsewhere() : pool_(current_) {
+  if (pool_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  --pool_->busy_;
+  ++pool_->stats_.waiting_elsewhere;
+  if (!pool_->queue_.empty() && !pool_->stopping_) (void)pool_->WakeForQueueLocked();
+}
+
+BlockingPool::WaitingElsewhere::~WaitingElsewhere() {
+  if (pool_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  ++pool_->busy_;
+  --pool_->stats_.waiting_elsewhere;
+}
+
 BlockingPool::Stats BlockingPool::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  Stats stats = stats_;
+  stats.told = notified_;
+  return stats;
 }
 
 }  // namespace hotring::io

@@ -30,6 +30,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/task.h"
 #include "io/reactor.h"
 #include "io/remote_inbox.h"
@@ -165,6 +167,14 @@ class BlockingPool {
  public:
   struct Options {
     size_t max_threads = 4;
+    // Jobs running at once (not counting those waiting elsewhere: WaitingElsewhere) past which a
+    // new job wakes no idle thread: a running one takes it when it finishes its own. A wake-up
+    // costs both threads a switch, and a burst of short jobs runs on about as many threads as
+    // there are CPUs at best. 0: max_threads (every job goes to a thread while there is one).
+    size_t max_busy = 0;
+    // A job goes to an idle thread anyway when no job was taken or finished for this long (the
+    // running ones wait for something they did not mark with WaitingElsewhere).
+    absl::Duration stall = absl::Milliseconds(5);
     // Jobs waiting for a thread beyond this are refused (ResourceExhausted): queues are bounded.
     size_t max_queued = 4096;
     // Thread name (at most 15 characters are kept), as `ps -L` and /proc show it.
@@ -180,6 +190,23 @@ class BlockingPool {
     uint64_t completed = 0;    // jobs run to the end
     uint64_t skipped = 0;      // jobs dropped by their task before they started
     uint64_t refused = 0;      // Run() calls refused (queue full, shut down, no thread)
+    uint64_t left_to_busy = 0; // jobs queued without a wake-up: max_busy threads were busy
+    size_t waiting_elsewhere = 0;  // running jobs inside a WaitingElsewhere now
+    size_t told = 0;           // idle threads told to take a job and not yet woken
+  };
+
+  // Marks, on a worker thread, a stretch of its job that waits for something else (a child
+  // process, a device's I/O): the job stops counting as busy for max_busy, and a queued job gets
+  // a thread meanwhile. Nothing outside a pool's worker thread.
+  class WaitingElsewhere {
+   public:
+    WaitingElsewhere();
+    WaitingElsewhere(const WaitingElsewhere&) = delete;
+    WaitingElsewhere& operator=(const WaitingElsewhere&) = delete;
+    ~WaitingElsewhere();
+
+   private:
+    BlockingPool* const pool_;
   };
 
   explicit BlockingPool(Options options);
@@ -213,8 +240,15 @@ class BlockingPool {
   void WorkerLoop();
   // The next queued job, counted as running; mutex_ held, queue_ not empty.
   std::shared_ptr<blocking_internal::JobBase> TakeLocked();
-  // Waits for a job (counted idle meanwhile); nullptr once the pool stops.
-  std::shared_ptr<blocking_internal::JobBase> WaitForJob();
+  // Waits for a job (counted idle meanwhile); nullptr once the pool stops. `arriving`: the
+  // thread's first call (it was counted as starting).
+  std::shared_ptr<blocking_internal::JobBase> WaitForJob(bool arriving);
+  // A job was queued or a busy thread turned to wait elsewhere: tells an idle thread, or starts
+  // one, unless max_busy threads are busy and one took or finished a job within `stall`. An
+  // error only when no thread could be started and none exists.
+  absl::Status WakeForQueueLocked();
+  // The worker's own pool, for WaitingElsewhere.
+  static thread_local BlockingPool* current_;
 
   const Options options_;
   mutable std::mutex mutex_;
@@ -222,7 +256,11 @@ class BlockingPool {
   std::deque<std::shared_ptr<blocking_internal::JobBase>> queue_;
   size_t first_queued_ = 0;  // the kFirst jobs: the front of queue_
   std::vector<pthread_t> threads_;
-  size_t idle_ = 0;  // threads waiting for work
+  size_t idle_ = 0;      // threads waiting for work
+  size_t notified_ = 0;  // idle threads told to take a job, not yet woken
+  size_t starting_ = 0;  // threads started for a job, not yet at the queue
+  size_t busy_ = 0;      // running jobs not waiting elsewhere
+  MonoTime last_progress_{};  // a job last taken or finished
   bool stopping_ = false;
   Stats stats_;
 };

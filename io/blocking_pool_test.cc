@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/task.h"
 #include "core/task_scope.h"
 #include "gtest/gtest.h"
@@ -206,6 +207,166 @@ TEST(BlockingPoolTest, JobsRunInParallelUpToTheBound) {
   ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
   EXPECT_EQ(finished, 5);
   EXPECT_EQ(gate.peak(), 3);
+}
+
+// Opens the gates when a test leaves early (a failed ASSERT), so that the pool's threads can be
+// joined. Declared after the pool, it opens them before the pool is destroyed.
+class OpenOnExit {
+ public:
+  explicit OpenOnExit(std::vector<Gate*> gates) : gates_(std::move(gates)) {}
+  ~OpenOnExit() {
+    for (Gate* g : gates_) g->Open();
+  }
+
+ private:
+  std::vector<Gate*> gates_;
+};
+
+// Runs `fn` on `pool` from a task spawned in `scope`, and counts it in `finished` when it ends.
+template <typename Fn>
+void SpawnJob(TaskScope& scope, Reactor& reactor, BlockingPool& pool, Fn fn, std::atomic<int>& finished) {
+  scope.Spawn([](Reactor& reactor, BlockingPool& pool, Fn fn, std::atomic<int>& finished) -> Task<void> {
+    Task<absl::Status> task = pool.Run(reactor, std::move(fn));
+    const absl::Status s = co_await std::move(task);
+    EXPECT_TRUE(s.ok()) << s;
+    ++finished;
+  }(reactor, pool, std::move(fn), finished));
+}
+
+// Drives the reactor until `finished` reaches `n` (a functional bound, not a timing one).
+bool DriveUntil(Reactor& reactor, const std::atomic<int>& finished, int n) {
+  for (int i = 0; i < 200000 && finished.load() < n; ++i) {
+    if (!reactor.RunOnce(false).ok()) return false;
+    if (finished.load() < n) std::this_thread::yield();
+  }
+  return finished.load() >= n;
+}
+
+TEST(BlockingPoolTest, PastMaxBusyABusyThreadTakesTheNextJobsItself) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  Gate gate;
+  BlockingPool pool({.max_threads = 4, .max_busy = 1, .stall = absl::Hours(1)});
+  const OpenOnExit open({&gate});
+  std::mutex mutex;
+  std::vector<std::thread::id> threads;
+  auto record = [&mutex, &threads] {
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.push_back(std::this_thread::get_id());
+  };
+  std::atomic<int> finished{0};
+  TaskScope scope;
+  SpawnJob(scope, *reactor, pool, [&gate, record] { record(); gate.Enter(); }, finished);
+  ASSERT_TRUE(gate.WaitInside(1));
+  for (int i = 0; i < 3; ++i) SpawnJob(scope, *reactor, pool, record, finished);
+  // No idle thread was woken nor started for them: the busy one will take them.
+  BlockingPool::Stats stats = pool.stats();
+  EXPECT_EQ(stats.threads, 1u);
+  EXPECT_EQ(stats.queued, 3u);
+  EXPECT_EQ(stats.left_to_busy, 3u);
+  gate.Open();
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  EXPECT_EQ(finished.load(), 4);
+  ASSERT_EQ(threads.size(), 4u);
+  for (const std::thread::id& t : threads) EXPECT_EQ(t, threads[0]);
+  EXPECT_EQ(pool.stats().peak_running, 1u);
+}
+
+TEST(BlockingPoolTest, AJobWaitingElsewhereLetsAQueuedJobRunMeanwhile) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  Gate busy;
+  Gate elsewhere;
+  BlockingPool pool({.max_threads = 4, .max_busy = 1, .stall = absl::Hours(1)});
+  const OpenOnExit open({&busy, &elsewhere});
+  std::atomic<int> finished{0};
+  TaskScope scope;
+  SpawnJob(scope, *reactor, pool, [&busy, &elsewhere] {
+    busy.Enter();
+    const BlockingPool::WaitingElsewhere waiting;
+    elsewhere.Enter();
+  }, finished);
+  ASSERT_TRUE(busy.WaitInside(1));
+  std::atomic<bool> second_ran{false};
+  SpawnJob(scope, *reactor, pool, [&second_ran] { second_ran = true; }, finished);
+  EXPECT_EQ(pool.stats().left_to_busy, 1u);  // the first job's thread would take it
+  busy.Open();
+  ASSERT_TRUE(elsewhere.WaitInside(1));
+  EXPECT_EQ(pool.stats().waiting_elsewhere, 1u);
+  // The first job waits elsewhere now: the second one ran meanwhile, on another thread.
+  ASSERT_TRUE(DriveUntil(*reactor, finished, 1));
+  EXPECT_TRUE(second_ran.load());
+  EXPECT_EQ(pool.stats().threads, 2u);
+  elsewhere.Open();
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  EXPECT_EQ(finished.load(), 2);
+  EXPECT_EQ(pool.stats().waiting_elsewhere, 0u);
+  // Outside a worker thread, marking changes nothing.
+  const BlockingPool::WaitingElsewhere nowhere;
+  EXPECT_EQ(pool.stats().waiting_elsewhere, 0u);
+}
+
+TEST(BlockingPoolTest, ABusyThreadThatStallsGetsHelpAfterTheStall) {
+  std::unique_ptr<Reactor> reactor = MakeReactor();
+  Gate gate;
+  BlockingPool pool({.max_threads = 4, .max_busy = 1, .stall = absl::Milliseconds(1)});
+  const OpenOnExit open({&gate});
+  std::atomic<int> finished{0};
+  TaskScope scope;
+  // Blocked without saying so.
+  SpawnJob(scope, *reactor, pool, [&gate] { gate.Enter(); }, finished);
+  ASSERT_TRUE(gate.WaitInside(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  SpawnJob(scope, *reactor, pool, [] {}, finished);
+  ASSERT_TRUE(DriveUntil(*reactor, finished, 1));
+  EXPECT_EQ(gate.entered(), 1);
+  EXPECT_EQ(pool.stats().left_to_busy, 0u);
+  gate.Open();
+  ASSERT_TRUE(reactor->BlockOn([](TaskScope& s) -> Task<void> { co_await s.Join(); }(scope)).ok());
+  EXPECT_EQ(finished.load(), 2);
+}
+
+TEST(BlockingPoolTest, ChainsOfShortJobsPastMaxBusyAllComplete) {
+  // Each chain queues its next job when the last one is back, so the queue is often one job
+  // long: a thread told to take it may find that a busy one took it first, and must not be
+  // counted as coming any longer (or a later job waits for nobody).
+  for (const auto& [max_busy, kChains] : {std::pair<size_t, int>{1, 3}, {2, 2}, {2, 3}, {3, 2}, {3, 5}}) {
+    std::unique_ptr<Reactor> reactor = MakeReactor();
+    BlockingPool pool({.max_threads = 4, .max_busy = max_busy, .stall = absl::Hours(1)});
+    constexpr int kJobsPerChain = 1000;
+    std::atomic<int> finished{0};
+    TaskScope scope;
+    for (int c = 0; c < kChains; ++c) {
+      scope.Spawn([](Reactor& reactor, BlockingPool& pool, int c, int chains, std::atomic<int>& finished) -> Task<void> {
+        for (int i = 0; i < kJobsPerChain; ++i) {
+          auto job = [n = i * chains + c] {
+            // Some microseconds of work, as an event's rules take.
+            const MonoTime until = MonoNow() + absl::Microseconds(n % 7 * 5);
+            while (MonoNow() < until) {
+            }
+          };
+          Task<absl::Status> task = pool.Run(reactor, std::move(job));
+          const absl::Status s = co_await std::move(task);
+          EXPECT_TRUE(s.ok()) << s;
+          ++finished;
+        }
+      }(*reactor, pool, c, kChains, finished));
+    }
+    // A functional bound only: a job left to no thread never finishes. The reactor sleeps
+    // between completions, as the daemon's does.
+    const MonoTime give_up = MonoNow() + absl::Seconds(30);
+    TaskScope watchdog;
+    watchdog.Spawn([](Reactor& r) -> Task<void> { (void)co_await Sleep(r, absl::Seconds(31)); }(*reactor));
+    while (finished.load() < kChains * kJobsPerChain && MonoNow() < give_up) {
+      ASSERT_TRUE(reactor->RunOnce(true).ok());
+    }
+    EXPECT_EQ(finished.load(), kChains * kJobsPerChain)
+        << "max_busy " << max_busy << ": " << pool.stats().queued << " jobs queued, left to no thread";
+    EXPECT_LE(pool.stats().peak_running, 4u);
+    // Every thread goes idle again: none stays counted as told to come (one told last may be
+    // waking up still; a functional bound).
+    const MonoTime settle_by = MonoNow() + absl::Seconds(5);
+    while (pool.stats().told != 0 && MonoNow() < settle_by) std::this_thread::yield();
+    EXPECT_EQ(pool.stats().told, 0u) << "max_busy " << max_busy << ", " << kChains << " chains";
+  }
 }
 
 TEST(BlockingPoolTest, FirstJobsGoAheadOfTheJobsWaitingForAThread) {

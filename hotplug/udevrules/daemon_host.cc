@@ -1,11 +1,13 @@
 #include "hotplug/udevrules/daemon_host.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "hotplug/event.h"
+#include "io/blocking_pool.h"
 #include "io/process/child_process.h"
 
 namespace hotring::hotplug::udevrules {
@@ -94,7 +96,12 @@ absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view co
   std::string devname;
   const std::vector<PropertyView> props = PropertiesBeneath(properties, context_.dev_root, &devname);
   const udev::BuiltinDevice device{.sysfs = sysfs(), .devpath = devpath, .properties = props};
+  // The builtins that read a device (a disk's superblocks, a filesystem's ioctl) wait for its
+  // I/O, a CD's spin-up: on a pool's worker, another thread takes the queued jobs meanwhile.
+  std::optional<io::BlockingPool::WaitingElsewhere> waiting;
+  if (name == "blkid" || name == "btrfs") waiting.emplace();
   absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *builtins_);
+  waiting.reset();
   if (!result.ok()) return result.status();
   for (auto& kv : result->properties) out->push_back(std::move(kv));
   if (result->keyboard.has_value()) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/cpu.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
@@ -138,7 +139,13 @@ UdevRulesHandler::UdevRulesHandler(Options options, UdevConf conf, std::shared_p
       spawner_(std::move(spawner)) {
   size_t threads = options_.threads;
   if (threads == 0) threads = conf_.children_max.has_value() ? std::clamp<size_t>(*conf_.children_max, 1, 16) : 4;
-  pool_ = std::make_unique<io::BlockingPool>(io::BlockingPool::Options{.max_threads = threads, .name = "hotring-udevr"});
+  // As many events at work as CPUs, on up to `threads` threads: a burst's short jobs go to the
+  // threads already running (each wake-up of another costs both a switch) and a job that waits
+  // for a program or a disk lets another thread take the queue (WaitingElsewhere).
+  const absl::StatusOr<std::vector<int>> cpus = AllowedCpus();
+  const size_t busy = cpus.ok() && !cpus->empty() ? cpus->size() : threads;
+  pool_ = std::make_unique<io::BlockingPool>(
+      io::BlockingPool::Options{.max_threads = threads, .max_busy = std::min(busy, threads), .name = "hotring-udevr"});
   execute_options_.program_timeout = options_.event_timeout;
   execute_options_.debug = conf_.log_level.has_value() && *conf_.log_level >= 7;
 }

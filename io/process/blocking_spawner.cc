@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "io/blocking_pool.h"
 
 namespace hotring::io::process {
 namespace {
@@ -52,6 +53,9 @@ absl::StatusOr<BlockingRunResult> BlockingSpawner::Run(SpawnRequest request, siz
   }
   UniqueFd out = child.TakeStdout();
   UniqueFd err = child.TakeStderr();
+  // On a pool's worker, the wait for the program is no work of its own: another thread takes
+  // the queued jobs meanwhile.
+  const BlockingPool::WaitingElsewhere waiting;
   BlockingRunResult result;
   // Monotonic: a date change must not kill a program early or let it run on.
   std::optional<MonoTime> deadline;
