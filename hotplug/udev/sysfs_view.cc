@@ -113,7 +113,18 @@ std::optional<std::string> CachingSysfsView::Attribute(absl::string_view devpath
                                                        absl::string_view name) const {
   std::string key = absl::StrCat(devpath, "\n", name);
   auto it = attributes_.find(key);
-  if (it == attributes_.end()) it = attributes_.emplace(std::move(key), base_.Attribute(devpath, name)).first;
+  if (it == attributes_.end()) {
+    std::optional<std::string> value;
+    const bool shared = shapes_ != nullptr && name == "uevent";
+    if (std::optional<std::optional<std::string>> kept; shared && (kept = shapes_->Uevent(devpath))) {
+      value = *std::move(kept);
+    } else {
+      const uint64_t generation = shared ? shapes_->generation() : 0;
+      value = base_.Attribute(devpath, name);
+      if (shared) shapes_->KeepUevent(devpath, value, generation);
+    }
+    it = attributes_.emplace(std::move(key), std::move(value)).first;
+  }
   return it->second;
 }
 
@@ -164,6 +175,13 @@ std::optional<std::optional<std::string>> DeviceShapes::Subsystem(absl::string_v
   return it->second.subsystem;
 }
 
+std::optional<std::optional<std::string>> DeviceShapes::Uevent(absl::string_view devpath) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = shapes_.find(devpath);
+  if (it == shapes_.end() || !it->second.uevent_known) return std::nullopt;
+  return it->second.uevent;
+}
+
 DeviceShapes::Shape& DeviceShapes::EntryLocked(absl::string_view devpath) {
   auto it = shapes_.find(devpath);
   if (it != shapes_.end()) return it->second;
@@ -189,6 +207,25 @@ void DeviceShapes::KeepSubsystem(absl::string_view devpath, const std::optional<
   Shape& shape = EntryLocked(devpath);
   shape.subsystem_known = true;
   shape.subsystem = subsystem;
+}
+
+void DeviceShapes::KeepUevent(absl::string_view devpath, const std::optional<std::string>& uevent,
+                              uint64_t generation) {
+  if (uevent.has_value() && uevent->size() > kMaxUevent) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != generation_) return;
+  Shape& shape = EntryLocked(devpath);
+  shape.uevent_known = true;
+  shape.uevent = uevent;
+}
+
+void DeviceShapes::ForgetUevent(absl::string_view devpath) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++generation_;  // a read of it may be on its way in
+  if (auto it = shapes_.find(devpath); it != shapes_.end()) {
+    it->second.uevent_known = false;
+    it->second.uevent.reset();
+  }
 }
 
 void DeviceShapes::Forget(absl::string_view devpath) {

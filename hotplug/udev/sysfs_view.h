@@ -60,8 +60,12 @@ class DirSysfsView final : public SysfsView {
 // devpath and everything beneath it when an event that adds, removes or moves a device there
 // starts (Forget); its scheduler starts no event below such an event's device before that one
 // ends, so every answer an event gets was true when it started. The driver link, which
-// binding changes without an event below it, is not kept. Bounded: past `max_entries` it
-// starts over. Thread-safe.
+// binding changes without an event below it, is not kept.
+// Also a device's uevent file (the variables IMPORT{parent} reads of every parent), which the
+// kernel announces changing: binding (DRIVER) with a bind or unbind event of the device, the
+// rest with a change event of it; the daemon forgets it when any event of the device starts
+// (ForgetUevent). Only short ones are kept (kMaxUevent). Bounded: past `max_entries` it starts
+// over. Thread-safe.
 class DeviceShapes {
  public:
   explicit DeviceShapes(size_t max_entries = 16384) : max_entries_(max_entries) {}
@@ -71,11 +75,17 @@ class DeviceShapes {
   // Kept answers (nullopt: not known).
   [[nodiscard]] std::optional<bool> IsDevice(absl::string_view devpath) const;
   [[nodiscard]] std::optional<std::optional<std::string>> Subsystem(absl::string_view devpath) const;
+  [[nodiscard]] std::optional<std::optional<std::string>> Uevent(absl::string_view devpath) const;
   // Counts Forget and Clear calls. Read it before asking sysfs and hand it to Keep*: an answer
   // read while something was forgotten is not kept (it may be what was forgotten).
   [[nodiscard]] uint64_t generation() const;
   void KeepIsDevice(absl::string_view devpath, bool device, uint64_t generation);
   void KeepSubsystem(absl::string_view devpath, const std::optional<std::string>& subsystem, uint64_t generation);
+  // Kept when at most kMaxUevent bytes.
+  void KeepUevent(absl::string_view devpath, const std::optional<std::string>& uevent, uint64_t generation);
+  // An event of the device at `devpath` starts: its uevent file may say something else now.
+  void ForgetUevent(absl::string_view devpath);
+  static constexpr size_t kMaxUevent = 1024;
   // A device at `devpath` appears, goes or moves: what was kept of it and beneath it goes.
   void Forget(absl::string_view devpath);
   // Forgets everything (the daemon is idle: the memory goes back).
@@ -86,7 +96,9 @@ class DeviceShapes {
   struct Shape {
     int8_t device = -1;  // -1 not known, 0 no, 1 yes
     bool subsystem_known = false;
+    bool uevent_known = false;
     std::optional<std::string> subsystem;
+    std::optional<std::string> uevent;
   };
   Shape& EntryLocked(absl::string_view devpath);
 

@@ -139,6 +139,45 @@ TEST(DeviceShapesTest, EventsShareWhatStaysWhileADeviceIsThere) {
   EXPECT_EQ(base.asked["d /devices/virtual/net"], 1);  // the parent stays
 }
 
+TEST(DeviceShapesTest, EventsShareAParentsUeventFileUntilAnEventOfItStarts) {
+  CountingView base;
+  const std::string parent = "/devices/system/memory";
+  const std::string pci = "/devices/pci0000:00/0000:00:02.0";
+  base.files[parent + "/uevent"] = "";
+  base.files[pci + "/uevent"] = "DRIVER=virtio-pci\nPCI_CLASS=20000";
+  base.files[pci + "/vendor"] = "0x1af4";
+  base.files["/devices/big/uevent"] = std::string(DeviceShapes::kMaxUevent + 1, 'x');
+  DeviceShapes shapes;
+  for (int event = 0; event < 3; ++event) {
+    CachingSysfsView view(base, &shapes);  // one per event
+    EXPECT_THAT(view.Attribute(parent, "uevent"), Optional(std::string()));
+    EXPECT_THAT(UeventValue(view, pci, "DRIVER"), Optional(std::string("virtio-pci")));
+    EXPECT_EQ(view.Attribute("/devices/none", "uevent"), std::nullopt);
+    EXPECT_THAT(view.Attribute(pci, "vendor"), Optional(std::string("0x1af4")));
+    EXPECT_TRUE(view.Attribute("/devices/big", "uevent").has_value());
+  }
+  EXPECT_EQ(base.asked["a " + parent + " uevent"], 1);
+  EXPECT_EQ(base.asked["a " + pci + " uevent"], 1);
+  EXPECT_EQ(base.asked["a /devices/none uevent"], 1);  // no device there: kept as missing
+  EXPECT_EQ(base.asked["a " + pci + " vendor"], 3);    // other attributes are the event's own
+  EXPECT_EQ(base.asked["a /devices/big uevent"], 3);   // past the bound: read each time
+  // The driver goes (an unbind event of the device starts): read again, once.
+  base.files[pci + "/uevent"] = "PCI_CLASS=20000";
+  shapes.ForgetUevent(pci);
+  for (int event = 0; event < 2; ++event) {
+    CachingSysfsView view(base, &shapes);
+    EXPECT_EQ(UeventValue(view, pci, "DRIVER"), std::nullopt);
+    EXPECT_THAT(view.Attribute(parent, "uevent"), Optional(std::string()));
+  }
+  EXPECT_EQ(base.asked["a " + pci + " uevent"], 2);
+  EXPECT_EQ(base.asked["a " + parent + " uevent"], 1);  // another device's stays
+  // A read that raced with the forgetting is not kept.
+  const uint64_t before = shapes.generation();
+  shapes.ForgetUevent(pci);
+  shapes.KeepUevent(pci, std::string("DRIVER=stale"), before);
+  EXPECT_EQ(shapes.Uevent(pci), std::nullopt);
+}
+
 TEST(DeviceShapesTest, ForgetTakesADeviceAndWhatIsBeneathItOnly) {
   DeviceShapes shapes;
   for (const char* p : {"/devices/a", "/devices/a/b", "/devices/a/b/c", "/devices/a/b/c/d", "/devices/a/bc",

@@ -259,7 +259,11 @@ std::vector<PropertyView> EventProperties(const Event& event) {
 
 void ForgetShapesOf(const UdevWorld& world, const Event& event) {
   if (world.shapes == nullptr) return;
-  if (event.action != "add" && event.action != "remove" && event.action != "move") return;
+  if (event.action != "add" && event.action != "remove" && event.action != "move") {
+    // A change, bind or unbind: the device is where it was, its uevent file may say otherwise.
+    world.shapes->ForgetUevent(event.devpath);
+    return;
+  }
   world.shapes->Forget(event.devpath);
   if (const std::optional<absl::string_view> old = event.Get("DEVPATH_OLD"); old.has_value() && !old->empty()) {
     world.shapes->Forget(*old);

@@ -44,12 +44,13 @@ struct UdevWorld {
   // watch first; the stage puts it back after RUN (EventWork::watch).
   std::unique_ptr<Watches> watches;
   // Sysfs's shapes kept across events (host.shapes points here); the stage forgets a device's
-  // when an event adds, removes or moves it (ForgetShapesOf).
+  // when an event adds, removes or moves it, and its uevent file when any event of it starts
+  // (ForgetShapesOf).
   std::unique_ptr<udev::DeviceShapes> shapes = std::make_unique<udev::DeviceShapes>();
 };
 
 // Before `event` runs: what was kept of the device it adds, removes or moves (and of its old
-// place) goes.
+// place) goes; of a device it changes, binds or unbinds, its uevent file.
 void ForgetShapesOf(const UdevWorld& world, const Event& event);
 
 // What the reactor does after a worker's part. Owns everything.

@@ -84,7 +84,8 @@ class UdevRulesHandler final : public Handler {
   void AppendCounters(std::vector<std::pair<std::string, uint64_t>>& out) const override;
   // Drops the sysfs answers kept across events (udev::DeviceShapes): a burst's devices' parents.
   void ReleaseIdleMemory() override;
-  // Forgets what was kept of a device the event adds, removes or moves (ForgetShapesOf), before
+  // Forgets what was kept of a device the event adds, removes or moves, and the uevent file of
+  // any device an event starts for (ForgetShapesOf), before
   // an earlier link of the chain can let the events below it start. No event below that
   // device starts before this one does (the scheduler's rule).
   void Starting(const Event& event) override;

@@ -481,6 +481,45 @@ TEST_F(UdevRulesHandlerTest, AMoveStartsFromTheUeventNotFromTheDatabase) {
   EXPECT_EQ(announced[1].at("SYSTEMD_ALIAS"), "/sys/subsystem/net/devices/ens3");
 }
 
+// A parent's uevent file is kept from event to event too (IMPORT{parent} reads it for every
+// device below), until an event of the parent itself starts: the kernel announces what changes
+// it (a bind, an unbind, a change).
+TEST_F(UdevRulesHandlerTest, AParentsUeventFileIsReadAgainWhenAnEventOfItStarts) {
+  Rules("73-import.rules", "SUBSYSTEM==\"tty\", IMPORT{parent}=\"HUB_*\"\n");
+  const std::string hub = "/devices/platform/hub0";
+  const std::string port = hub + "/tty/ttyX0";
+  ASSERT_TRUE(sys_->AddDevice({.devpath = hub, .subsystem = "platform", .kind = FakeSysfs::Kind::kBus}).ok());
+  ASSERT_TRUE(sys_->AddDevice({.devpath = port, .subsystem = "tty"}).ok());
+  ASSERT_TRUE(sys_->WriteFile(hub + "/uevent", "HUB_STATE=one\n").ok());
+  MakeHandler();
+  uint64_t seq = 0;
+  auto handle = [&](const std::string& action, const std::string& devpath, const std::string& subsystem) {
+    absl::StatusOr<Event> e = testing::MakeUevent(action, devpath, subsystem, ++seq, {});
+    ASSERT_TRUE(e.ok()) << e.status();
+    handler_->Starting(*e);  // as the chain tells each link when an event starts
+    Handle(*e);
+  };
+  auto hub_state = [&]() {
+    const auto announced = Announcements();
+    if (announced.empty() || announced.back().count("HUB_STATE") == 0) return std::string("none");
+    return announced.back().at("HUB_STATE");
+  };
+  handle("change", port, "tty");
+  EXPECT_EQ(hub_state(), "one");
+  // Rewritten behind the daemon's back: the kept text stands.
+  ASSERT_TRUE(sys_->WriteFile(hub + "/uevent", "HUB_STATE=two\n").ok());
+  handle("change", port, "tty");
+  EXPECT_EQ(hub_state(), "one");
+  // The hub's own event (a change, a bind) starts: the next event below it reads the file again.
+  for (const char* action : {"change", "bind"}) {
+    const std::string state = action == std::string("change") ? "two" : "three";
+    ASSERT_TRUE(sys_->WriteFile(hub + "/uevent", "HUB_STATE=" + state + "\n").ok());
+    handle(action, hub, "platform");
+    handle("change", port, "tty");
+    EXPECT_EQ(hub_state(), state) << "after the hub's " << action;
+  }
+}
+
 // IMPORT{builtin} runs udev's builtins by name: path_id answers from sysfs; hwdb without a
 // hwdb.bin fails, and a failed import makes its rule not match.
 // Which directories are devices, and their subsystems, are kept from event to event (every
