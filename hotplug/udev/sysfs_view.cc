@@ -35,10 +35,12 @@ bool SafeComponentPath(absl::string_view path) {
 
 }  // namespace
 
-DirSysfsView::DirSysfsView(std::string root) : root_(std::move(root)) {
+bool IsSysfsMount(const std::string& root) {
   struct statfs fs;
-  sysfs_ = ::statfs(root_.empty() ? "/" : root_.c_str(), &fs) == 0 && fs.f_type == kSysfsMagic;
+  return ::statfs(root.empty() ? "/" : root.c_str(), &fs) == 0 && fs.f_type == kSysfsMagic;
 }
+
+DirSysfsView::DirSysfsView(std::string root) : root_(std::move(root)), sysfs_(IsSysfsMount(root_)) {}
 
 std::optional<std::string> DirSysfsView::Attribute(absl::string_view devpath,
                                                    absl::string_view name) const {

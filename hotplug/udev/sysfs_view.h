@@ -16,6 +16,9 @@
 
 namespace hotring::hotplug::udev {
 
+// True when `root` is a sysfs mount (the real /sys), not a tree recorded or built elsewhere.
+[[nodiscard]] bool IsSysfsMount(const std::string& root);
+
 // Devpaths are as in uevents: "/devices/pci0000:00/...", relative to the sysfs root.
 class SysfsView {
  public:
@@ -38,7 +41,10 @@ class SysfsView {
 // only its root path; every call opens, reads and closes.
 class DirSysfsView final : public SysfsView {
  public:
+  // Asks statfs whether `root` is a sysfs mount (IsSysfsMount).
   explicit DirSysfsView(std::string root);
+  // Told: a view made once an event takes the answer from the one who asked once.
+  DirSysfsView(std::string root, bool sysfs) : root_(std::move(root)), sysfs_(sysfs) {}
   [[nodiscard]] std::optional<std::string> Attribute(absl::string_view devpath,
                                                      absl::string_view name) const override;
   [[nodiscard]] std::optional<std::string> LinkName(absl::string_view devpath,

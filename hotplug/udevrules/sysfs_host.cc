@@ -46,7 +46,9 @@ absl::Status WriteWhole(const std::string& path, absl::string_view value) {
 
 }  // namespace
 
-SysfsHost::SysfsHost(Roots roots) : roots_(std::move(roots)), view_(roots_.sysfs) {}
+SysfsHost::SysfsHost(Roots roots)
+    : roots_(std::move(roots)),
+      view_(roots_.sysfs, roots_.sysfs_mounted.has_value() ? *roots_.sysfs_mounted : udev::IsSysfsMount(roots_.sysfs)) {}
 
 std::string SysfsHost::Resolve(absl::string_view path) const {
   if (path == "/sys" || absl::StartsWith(path, "/sys/")) return absl::StrCat(roots_.sysfs, path.substr(4));

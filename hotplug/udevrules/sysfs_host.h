@@ -22,6 +22,9 @@ class SysfsHost : public RuleHost {
     std::string sysfs = "/sys";            // where "/sys/..." paths and devpaths live
     std::string proc_sys = "/proc/sys";    // kernel parameters
     std::string files = "";                // prefix of every other absolute path ("" is /)
+    // `sysfs` is a sysfs mount (udev::IsSysfsMount, asked once by whoever makes the roots; a
+    // host is made for every event). Unset: asked by this host.
+    std::optional<bool> sysfs_mounted;
   };
   explicit SysfsHost(Roots roots);
 

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "hotplug/udev/builtin_registry.h"
+#include "hotplug/udev/sysfs_view.h"
 #include "hotplug/udevrules/link_claims.h"
 #include "hotplug/udevrules/names.h"
 #include "hotplug/udevrules/udev_event.h"
@@ -106,7 +107,10 @@ absl::StatusOr<std::unique_ptr<UdevRulesHandler>> UdevRulesHandler::Create(Optio
   });
   if (watches.ok()) world->watches = *std::move(watches);
   HostContext& host = world->host;
-  host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root, .proc_sys = options.proc_sys, .files = ""};
+  host.roots = SysfsHost::Roots{.sysfs = options.sysfs_root,
+                                .proc_sys = options.proc_sys,
+                                .files = "",
+                                .sysfs_mounted = udev::IsSysfsMount(options.sysfs_root)};
   host.dev_root = options.dev_root;
   host.database = &world->database;
   host.shapes = world->shapes.get();
