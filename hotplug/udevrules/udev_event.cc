@@ -106,6 +106,12 @@ void ApplyPermissions(const UdevWorld& world, const Event& event, const Outcome&
   step.owner.gid = settings.gid.value_or(exists ? st.st_gid : 0);
   step.mode = settings.mode.value_or(exists ? st.st_mode & 07777 : (step.owner.gid > 0 ? 0660 : 0600));
   step.origin = "udev rules";
+  if (exists && (st.st_mode & 07777) == step.mode && st.st_uid == step.owner.uid && st.st_gid == step.owner.gid) {
+    // This device's node, as the rules want it (a coldplug's `change` of most devices): the
+    // stat above said all there is; ApplyNodes would mknod (EEXIST) and stat it again.
+    ++work.nodes_set;
+    return;
+  }
   const devroot::NodeReport report = devroot::ApplyNodes(world.dev_root, absl::MakeConstSpan(&step, 1));
   work.nodes_set += report.chowned;
   for (const std::string& e : report.errors) work.report.Fail(e);
