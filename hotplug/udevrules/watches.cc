@@ -144,10 +144,11 @@ int Watches::Clear(int watch_dir, absl::string_view id) {
 }
 
 void Watches::End(absl::string_view id) {
-  // Most devices have no record: one readlink says so (opening the directory first took three
-  // system calls an event). A record found is read again, and removed, beneath the directory.
-  errno = 0;
-  if (!ReadLinkAt(run_dir_.get(), absl::StrCat(kWatchDir, "/", id)).has_value() && errno == ENOENT) return;
+  {
+    // Most devices have none; the others' records are read, and removed, beneath the directory.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (recorded_.erase(id) == 0) return;
+  }
   UniqueFd dir = OpenDir(run_dir_.get(), kWatchDir);
   if (!dir.valid()) return;
   const int wd = Clear(dir.get(), id);
@@ -175,7 +176,12 @@ absl::Status Watches::Begin(absl::string_view id, absl::string_view devname) {
     status = ErrnoStatus(absl::StrCat("symlink(watch/", number, ")"));
     (void)::unlinkat(dir.get(), id_name.c_str(), 0);
   }
-  if (!status.ok()) (void)::inotify_rm_watch(inotify_.get(), wd);
+  if (!status.ok()) {
+    (void)::inotify_rm_watch(inotify_.get(), wd);
+    return status;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  recorded_.insert(id_name);
   return status;
 }
 

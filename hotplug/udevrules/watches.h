@@ -8,9 +8,11 @@
 #define HOTRING_HOTPLUG_UDEVRULES_WATCHES_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -20,7 +22,10 @@ namespace hotring::hotplug::udevrules {
 
 // Owns the inotify instance and a descriptor of the run directory. Its calls are single system
 // calls on distinct names per device, safe from several worker threads at once (events of one
-// device never run at the same time), as udevd's workers share one inotify descriptor.
+// device never run at the same time), as udevd's workers share one inotify descriptor. It
+// remembers which devices it recorded (Begin, and Restore at start, which takes over an earlier
+// daemon's records): End of a device it never recorded makes no system call, which is every
+// event of a device without `watch`.
 class Watches {
  public:
   // An inotify instance (non-blocking) and RUN_DIR (its watch/ directory is made on the first
@@ -56,6 +61,8 @@ class Watches {
   UniqueFd inotify_;
   UniqueFd run_dir_;
   std::string dev_root_;
+  mutable std::mutex mutex_;
+  absl::flat_hash_set<std::string> recorded_;  // device ids with a record under watch/
 };
 
 // What a close of a watched node did.

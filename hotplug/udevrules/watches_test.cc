@@ -118,8 +118,15 @@ TEST_F(WatchesTest, BeginAgainReplacesTheDevicesOldRecord) {
 TEST_F(WatchesTest, ANumberRecordedForAnotherDeviceIsLeftToIt) {
   ASSERT_TRUE(watches_->Begin("b8:16", "sdb").ok());
   const std::string number = Readlink(Run("b8:16")).value_or("");
-  // A stale record of another device that names the same number.
+  // A stale record of another device that names the same number, made by someone else.
   ASSERT_EQ(::symlink(number.c_str(), Run("b8:0").c_str()), 0);
+  // End of a device this daemon never recorded touches nothing (and asks nothing of the disk).
+  watches_->End("b8:0");
+  EXPECT_TRUE(Exists(Run("b8:0")));
+  // Watching that device replaces its record and leaves the number to the device it names.
+  ASSERT_TRUE(watches_->Begin("b8:0", "sda").ok());
+  EXPECT_NE(Readlink(Run("b8:0")).value_or(""), number);
+  EXPECT_EQ(Readlink(Run(number)), "b8:16");
   watches_->End("b8:0");
   EXPECT_FALSE(Exists(Run("b8:0")));
   EXPECT_EQ(Readlink(Run(number)), "b8:16");
@@ -160,6 +167,10 @@ TEST_F(WatchesTest, RestorePutsBackWatchesOfDevicesThatStillExist) {
   EXPECT_EQ(Readlink(Run(*number)), "b8:0");
   WriteAndClose(absl::StrCat(dev_, "/sda"));
   EXPECT_THAT(watches_->TakeClosed(), ElementsAre(std::stoi(*number)));
+  // The restored watch is this daemon's now: the device's next event drops it.
+  watches_->End("b8:0");
+  EXPECT_FALSE(Exists(Run("b8:0")));
+  EXPECT_FALSE(Exists(Run(*number)));
   // Nothing recorded: nothing restored.
   EXPECT_EQ(::rename(Run("").c_str(), absl::StrCat(run_, "/elsewhere").c_str()), 0);
   EXPECT_EQ(watches_->Restore(sys->root()), 0u);
