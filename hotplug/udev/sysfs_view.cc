@@ -33,6 +33,21 @@ bool SafeComponentPath(absl::string_view path) {
   return true;
 }
 
+// What `shapes` kept of `devpath` (Kept: DeviceShapes::Uevent or ::Subsystem) when it keeps it
+// (`shapes` not null), else `read()`, kept with Keep (a read that raced with a Forget is not).
+template <typename Kept, typename Keep, typename Read>
+std::optional<std::string> KeptOrRead(DeviceShapes* shapes, absl::string_view devpath, Kept kept, Keep keep,
+                                      Read read) {
+  if (shapes == nullptr) return read();
+  if (std::optional<std::optional<std::string>> answer = (shapes->*kept)(devpath); answer.has_value()) {
+    return *std::move(answer);
+  }
+  const uint64_t generation = shapes->generation();
+  std::optional<std::string> value = read();
+  (shapes->*keep)(devpath, value, generation);
+  return value;
+}
+
 }  // namespace
 
 bool IsSysfsMount(const std::string& root) {
@@ -116,15 +131,9 @@ std::optional<std::string> CachingSysfsView::Attribute(absl::string_view devpath
   std::string key = absl::StrCat(devpath, "\n", name);
   auto it = attributes_.find(key);
   if (it == attributes_.end()) {
-    std::optional<std::string> value;
-    const bool shared = shapes_ != nullptr && name == "uevent";
-    if (std::optional<std::optional<std::string>> kept; shared && (kept = shapes_->Uevent(devpath))) {
-      value = *std::move(kept);
-    } else {
-      const uint64_t generation = shared ? shapes_->generation() : 0;
-      value = base_.Attribute(devpath, name);
-      if (shared) shapes_->KeepUevent(devpath, value, generation);
-    }
+    std::optional<std::string> value =
+        KeptOrRead(name == "uevent" ? shapes_ : nullptr, devpath, &DeviceShapes::Uevent, &DeviceShapes::KeepUevent,
+                   [&] { return base_.Attribute(devpath, name); });
     it = attributes_.emplace(std::move(key), std::move(value)).first;
   }
   return it->second;
@@ -135,15 +144,9 @@ std::optional<std::string> CachingSysfsView::LinkName(absl::string_view devpath,
   std::string key = absl::StrCat(devpath, "\n", name);
   auto it = links_.find(key);
   if (it == links_.end()) {
-    std::optional<std::string> link;
-    const bool shared = shapes_ != nullptr && name == "subsystem";
-    if (std::optional<std::optional<std::string>> kept; shared && (kept = shapes_->Subsystem(devpath))) {
-      link = *std::move(kept);
-    } else {
-      const uint64_t generation = shared ? shapes_->generation() : 0;
-      link = base_.LinkName(devpath, name);
-      if (shared) shapes_->KeepSubsystem(devpath, link, generation);
-    }
+    std::optional<std::string> link =
+        KeptOrRead(name == "subsystem" ? shapes_ : nullptr, devpath, &DeviceShapes::Subsystem,
+                   &DeviceShapes::KeepSubsystem, [&] { return base_.LinkName(devpath, name); });
     it = links_.emplace(std::move(key), std::move(link)).first;
   }
   return it->second;
