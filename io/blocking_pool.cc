@@ -51,7 +51,8 @@ absl::Status BlockingPool::WakeForQueueLocked() {
   const size_t max_threads = std::max<size_t>(options_.max_threads, 1);
   // Threads that will come to the queue by themselves: the busy ones when their jobs end, the
   // told ones now.
-  const size_t coming = busy_ + notified_ + starting_;
+  const size_t busy = stats_.running - stats_.waiting_elsewhere;
+  const size_t coming = busy + notified_ + starting_;
   if (coming >= max_threads) return absl::OkStatus();
   if (options_.max_busy != 0 && coming >= options_.max_busy &&
       Since(last_progress_, MonoNow()) < options_.stall) {
@@ -105,7 +106,6 @@ std::shared_ptr<blocking_internal::JobBase> BlockingPool::TakeLocked() {
   if (first_queued_ > 0) --first_queued_;
   stats_.queued = queue_.size();
   ++stats_.running;
-  ++busy_;
   stats_.peak_running = std::max(stats_.peak_running, stats_.running);
   if (options_.max_busy != 0) last_progress_ = MonoNow();
   return job;
@@ -145,7 +145,6 @@ void BlockingPool::WorkerLoop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --stats_.running;
-      --busy_;
       if (options_.max_busy != 0) last_progress_ = MonoNow();
       if (skipped) {
         ++stats_.skipped;
@@ -186,7 +185,6 @@ void BlockingPool::Shutdown() {
 BlockingPool::WaitingElsewhere::WaitingElsewhere() : pool_(current_) {
   if (pool_ == nullptr) return;
   std::lock_guard<std::mutex> lock(pool_->mutex_);
-  --pool_->busy_;
   ++pool_->stats_.waiting_elsewhere;
   if (!pool_->queue_.empty() && !pool_->stopping_) (void)pool_->WakeForQueueLocked();
 }
@@ -194,7 +192,6 @@ BlockingPool::WaitingElsewhere::WaitingElsewhere() : pool_(current_) {
 BlockingPool::WaitingElsewhere::~WaitingElsewhere() {
   if (pool_ == nullptr) return;
   std::lock_guard<std::mutex> lock(pool_->mutex_);
-  ++pool_->busy_;
   --pool_->stats_.waiting_elsewhere;
 }
 

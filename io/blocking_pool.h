@@ -259,7 +259,6 @@ class BlockingPool {
   size_t idle_ = 0;      // threads waiting for work
   size_t notified_ = 0;  // idle threads told to take a job, not yet woken
   size_t starting_ = 0;  // threads started for a job, not yet at the queue
-  size_t busy_ = 0;      // running jobs not waiting elsewhere
   MonoTime last_progress_{};  // a job last taken or finished
   bool stopping_ = false;
   Stats stats_;

@@ -97,8 +97,8 @@ absl::StatusOr<BuiltinResult> RunUaccess(const BuiltinDevice& d, absl::Span<cons
 }
 
 constexpr BuiltinInfo kBuiltins[] = {
-    {"blkid", "Filesystem and partition probing", true, RunBlkid},
-    {"btrfs", "btrfs volume management", false, RunBtrfs},
+    {"blkid", "Filesystem and partition probing", true, RunBlkid, /*waits_for_device=*/true},
+    {"btrfs", "btrfs volume management", false, RunBtrfs, /*waits_for_device=*/true},
     {"hwdb", "Hardware database", false, RunHwdb},
     {"input_id", "Input device properties", false, RunInputId},
     {"keyboard", "Keyboard scan code to key mapping", false, RunKeyboard},

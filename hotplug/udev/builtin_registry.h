@@ -62,6 +62,10 @@ struct BuiltinInfo {
   absl::string_view help;
   bool run_once;         // udevd runs it at most once per event (blkid)
   BuiltinFunction run;   // nullptr: not run here (kmod)
+  // It reads the device itself (a disk's superblocks, a filesystem's ioctl), not sysfs: it may
+  // wait for the device's I/O (a CD's spin-up), which a caller on a worker pool says
+  // (io::BlockingPool::WaitingElsewhere).
+  bool waits_for_device = false;
 };
 
 // Every builtin, in udevd 252's order (which its prefix lookup depends on).

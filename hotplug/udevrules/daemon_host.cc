@@ -96,10 +96,12 @@ absl::Status DaemonHost::RunBuiltin(absl::string_view name, absl::string_view co
   std::string devname;
   const std::vector<PropertyView> props = PropertiesBeneath(properties, context_.dev_root, &devname);
   const udev::BuiltinDevice device{.sysfs = sysfs(), .devpath = devpath, .properties = props};
-  // The builtins that read a device (a disk's superblocks, a filesystem's ioctl) wait for its
-  // I/O, a CD's spin-up: on a pool's worker, another thread takes the queued jobs meanwhile.
+  // A builtin that reads the device waits for its I/O: on a pool's worker, another thread takes
+  // the queued jobs meanwhile.
   std::optional<io::BlockingPool::WaitingElsewhere> waiting;
-  if (name == "blkid" || name == "btrfs") waiting.emplace();
+  if (const udev::BuiltinInfo* info = udev::FindBuiltin(name); info != nullptr && info->waits_for_device) {
+    waiting.emplace();
+  }
   absl::StatusOr<udev::BuiltinResult> result = udev::RunBuiltin(name, device, argv, *builtins_);
   waiting.reset();
   if (!result.ok()) return result.status();

@@ -61,7 +61,7 @@ class Watches {
   UniqueFd inotify_;
   UniqueFd run_dir_;
   std::string dev_root_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   absl::flat_hash_set<std::string> recorded_;  // device ids with a record under watch/
 };
 
